@@ -1,0 +1,54 @@
+# idempotent-messaging — every target installs what it needs into .venv from requirements.lock.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+STACKS := dev prod
+
+.DEFAULT_GOAL := help
+.PHONY: help install lint test unit policy demo bench run-month lock clean
+
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the locked dependencies
+
+lint: install ## ruff (lint + format check), mypy, import-layer contracts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/lint-imports
+
+policy: install ## Offline policy check of the dev and prod stacks, as `pulumi up` and as `pulumi preview`
+	@for s in $(STACKS); do \
+	  for m in "" "--preview"; do \
+	    echo "== policy check: stack $$s $${m:-(up)}"; \
+	    $(BIN)/python -m policy.check --project . --stack $$s $$m || exit $$?; \
+	  done; \
+	done
+
+test: lint policy ## The whole suite: lint, policy check, pytest
+	$(BIN)/python -m pytest -q
+
+demo: install ## The main job: deploy the dev stack onto an embedded AWS emulator and drive traffic (KEEP=1 keeps it running)
+	$(BIN)/python -m emulator.demo --stack dev $(if $(KEEP),--keep,)
+
+bench: install ## Benchmarks against the embedded emulator; writes bench/results.json
+	$(BIN)/python -m bench
+
+run-month: install ## Invoke the monthly dispatcher: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]
+	@test -n "$(MONTH)" || { echo "usage: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]"; exit 2; }
+	$(BIN)/python -m ops run-month --month $(MONTH) --stack $(or $(STACK),dev) --target $(or $(TARGET),aws)
+
+lock: ## Re-resolve requirements.lock from pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet pip-tools
+	$(BIN)/pip-compile --quiet --extra dev --strip-extras -o requirements.lock pyproject.toml
+
+clean: ## Remove .venv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Reusable Pulumi ComponentResources for correct-by-default SQS -> Lambda pipelines."""

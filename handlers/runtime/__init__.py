@@ -1,0 +1,1 @@
+"""Idempotent consumer runtime: database exactly-once, notification at-least-once."""

@@ -1,0 +1,37 @@
+"""Names shared by the stack and the Lambda runtime: environment variables and key schemas.
+
+The components set these variables and create tables with these keys; the runtime reads them.
+Pure constants so that components/ can import them without pulling in boto3.
+"""
+
+from __future__ import annotations
+
+# --- Environment variables set on every consumer function -------------------------------------
+STATE_TABLE = "IDEMPOTENCY_STATE_TABLE"  # name of the state (idempotency) table
+STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" (seed 000) or "tenant" (seed 003)
+STATE_TTL_ATTRIBUTE = "STATE_TTL_ATTRIBUTE"  # TTL attribute name on the state table
+CLAIM_TTL_SECONDS = "CLAIM_TTL_SECONDS"  # lifetime of a claim record
+BUSINESS_TABLE = "BUSINESS_TABLE"  # name of the business table (optional)
+NOTIFICATION_TOPIC_ARN = "NOTIFICATION_TOPIC_ARN"  # SNS topic for notifications (optional)
+DLQ_URL = "DLQ_URL"  # dead-letter queue for quarantine
+SOURCE_QUEUE_FIFO = "SOURCE_QUEUE_FIFO"  # "true" when the source queue is FIFO
+SOURCE_RETENTION_SECONDS = "SOURCE_RETENTION_SECONDS"
+DLQ_RETENTION_SECONDS = "DLQ_RETENTION_SECONDS"
+IDEMPOTENCY_STRATEGY = "IDEMPOTENCY_STRATEGY"  # "transactional" (default) or "powertools"
+# Powertools' own settings (documented by Powertools)
+POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+POWERTOOLS_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"
+POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+
+# --- State table key schemas ------------------------------------------------------------------
+LAYOUT_EVENT_ID = "event_id"
+LAYOUT_TENANT = "tenant"
+EVENT_ID_KEY = "event_id"  # seed 000: partition key of processed_events
+TENANT_PARTITION_KEY = "pk"  # seed 003: tenant id
+TENANT_SORT_KEY = "sk"  # seed 003: "<namespace>#<key>"
+DEFAULT_TTL_ATTRIBUTE = "ttl"
+DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
+
+# --- Claim status values (seed 000: exactly two) ------------------------------------------------
+STATUS_PENDING = "pending"
+STATUS_SENT = "sent"

@@ -1,0 +1,1 @@
+"""CrossGuard policy pack for SQS -> Lambda pipelines (stands alone: see pyproject contracts)."""

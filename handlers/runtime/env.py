@@ -35,3 +35,13 @@ DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
 # --- Claim status values (seed 000: exactly two) ------------------------------------------------
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
+
+# --- Appended by the consumer-runtime issue (#3) ------------------------------------------------
+# Stop starting AWS calls when less than this many milliseconds of Lambda time remain.
+REMAINING_TIME_GUARD_MS = "REMAINING_TIME_GUARD_MS"
+DEFAULT_REMAINING_TIME_GUARD_MS = 5_000
+STRATEGY_TRANSACTIONAL = "transactional"
+STRATEGY_POWERTOOLS = "powertools"
+
+# --- Appended by the components engineer -------------------------------------------------------
+POWERTOOLS_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"  # "true" when X-Ray tracing is off

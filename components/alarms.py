@@ -1,0 +1,258 @@
+"""CloudWatch alarms and the alarm topic they notify.
+
+Every alarm sends to the same actions on ALARM and on OK: an operator learns when a problem
+starts and when it is over. Missing data is "not breaching": an idle queue is healthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from . import iam
+
+DEFAULT_PERIOD_S = 60
+LAMBDA_NAMESPACE = "AWS/Lambda"
+SQS_NAMESPACE = "AWS/SQS"
+
+# Key administration without a wildcard action: the account root may manage and delete the key
+# (so it can never become unmanageable) but the key grants no data access by itself.
+KMS_ADMIN_ACTIONS = (
+    "kms:CancelKeyDeletion",
+    "kms:CreateAlias",
+    "kms:CreateGrant",
+    "kms:DeleteAlias",
+    "kms:DescribeKey",
+    "kms:DisableKey",
+    "kms:DisableKeyRotation",
+    "kms:EnableKey",
+    "kms:EnableKeyRotation",
+    "kms:GetKeyPolicy",
+    "kms:GetKeyRotationStatus",
+    "kms:ListAliases",
+    "kms:ListGrants",
+    "kms:ListKeyPolicies",
+    "kms:ListResourceTags",
+    "kms:PutKeyPolicy",
+    "kms:RevokeGrant",
+    "kms:ScheduleKeyDeletion",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:UpdateAlias",
+    "kms:UpdateKeyDescription",
+)
+
+
+@dataclass(frozen=True)
+class AlarmTopic:
+    """A created alarm topic, its KMS key and its email subscriptions."""
+
+    topic: aws.sns.Topic
+    key: aws.kms.Key
+    subscriptions: list[aws.sns.TopicSubscription]
+
+
+def alarm_topic_key_policy(
+    account_id: pulumi.Input[str], partition: str = "aws"
+) -> pulumi.Output[str]:
+    """Key policy for an alarm topic's key: CloudWatch may encrypt, the account may administer.
+
+    CloudWatch cannot publish to a topic encrypted with the AWS-managed aws/sns key, so an
+    encrypted alarm topic needs a customer-managed key whose policy names
+    cloudwatch.amazonaws.com. In a KEY policy "Resource": "*" means "this key".
+    """
+    root = pulumi.Output.from_input(account_id).apply(lambda a: f"arn:{partition}:iam::{a}:root")
+    return pulumi.Output.json_dumps(
+        iam.document(
+            [
+                {
+                    "Sid": "AccountAdministersKey",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": root},
+                    "Action": list(KMS_ADMIN_ACTIONS),
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "CloudWatchPublishesAlarms",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                    "Action": list(iam.KMS_USE_ACTIONS),
+                    "Resource": "*",
+                },
+            ]
+        )
+    )
+
+
+def create_alarm_topic(
+    resource_name: str,
+    *,
+    topic_name: str,
+    account_id: pulumi.Input[str],
+    emails: Sequence[str] = (),
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> AlarmTopic:
+    """An SSE alarm topic (own KMS key, rotation on) with optional email subscriptions."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    key = aws.kms.Key(
+        f"{resource_name}-key",
+        description=f"Encrypts alarm topic {topic_name} (CloudWatch may use it)",
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        policy=alarm_topic_key_policy(account_id),
+        tags=dict(tags or {}),
+        opts=opts,
+    )
+    topic = aws.sns.Topic(
+        resource_name,
+        name=topic_name,
+        kms_master_key_id=key.arn,
+        tags=dict(tags or {}),
+        opts=opts,
+    )
+    subscriptions = [
+        aws.sns.TopicSubscription(
+            f"{resource_name}-email-{index}",
+            topic=topic.arn,
+            protocol="email",
+            endpoint=email,
+            opts=opts,
+        )
+        for index, email in enumerate(emails)
+    ]
+    return AlarmTopic(topic=topic, key=key, subscriptions=subscriptions)
+
+
+def metric_alarm(
+    resource_name: str,
+    *,
+    alarm_name: str,
+    description: str,
+    namespace: str,
+    metric_name: str,
+    dimensions: Mapping[str, pulumi.Input[str]],
+    statistic: str,
+    comparison_operator: str,
+    threshold: float,
+    actions: Sequence[pulumi.Input[str]],
+    period: int = DEFAULT_PERIOD_S,
+    evaluation_periods: int = 1,
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> aws.cloudwatch.MetricAlarm:
+    """One alarm with the same actions on ALARM and OK."""
+    if not actions:
+        raise ValueError(f"alarm {alarm_name!r}: an alarm without actions notifies nobody")
+    return aws.cloudwatch.MetricAlarm(
+        resource_name,
+        name=alarm_name,
+        alarm_description=description,
+        namespace=namespace,
+        metric_name=metric_name,
+        dimensions=dict(dimensions),
+        statistic=statistic,
+        comparison_operator=comparison_operator,
+        threshold=threshold,
+        period=period,
+        evaluation_periods=evaluation_periods,
+        treat_missing_data="notBreaching",
+        alarm_actions=list(actions),
+        ok_actions=list(actions),
+        tags=dict(tags or {}),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def dlq_visible_alarm(
+    resource_name: str,
+    *,
+    alarm_name: str,
+    dlq_name: pulumi.Input[str],
+    actions: Sequence[pulumi.Input[str]],
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> aws.cloudwatch.MetricAlarm:
+    """DLQ ApproximateNumberOfMessagesVisible >= 1: one dead-lettered message is news."""
+    return metric_alarm(
+        resource_name,
+        alarm_name=alarm_name,
+        description="A message reached the dead-letter queue: inspect, fix, then redrive.",
+        namespace=SQS_NAMESPACE,
+        metric_name="ApproximateNumberOfMessagesVisible",
+        dimensions={"QueueName": dlq_name},
+        statistic="Maximum",
+        comparison_operator="GreaterThanOrEqualToThreshold",
+        threshold=1,
+        actions=actions,
+        tags=tags,
+        parent=parent,
+    )
+
+
+def oldest_message_age_alarm(
+    resource_name: str,
+    *,
+    alarm_name: str,
+    queue_name: pulumi.Input[str],
+    threshold_seconds: int,
+    actions: Sequence[pulumi.Input[str]],
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> aws.cloudwatch.MetricAlarm:
+    """Source ApproximateAgeOfOldestMessage > threshold: the consumer is falling behind."""
+    return metric_alarm(
+        resource_name,
+        alarm_name=alarm_name,
+        description=(
+            f"The oldest message is older than {threshold_seconds} s: the consumer is stuck or "
+            "too slow, and messages will expire at the retention period."
+        ),
+        namespace=SQS_NAMESPACE,
+        metric_name="ApproximateAgeOfOldestMessage",
+        dimensions={"QueueName": queue_name},
+        statistic="Maximum",
+        comparison_operator="GreaterThanThreshold",
+        threshold=threshold_seconds,
+        actions=actions,
+        tags=tags,
+        parent=parent,
+    )
+
+
+def function_alarms(
+    resource_name: str,
+    *,
+    alarm_name_prefix: str,
+    function_name: pulumi.Input[str],
+    actions: Sequence[pulumi.Input[str]],
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> list[aws.cloudwatch.MetricAlarm]:
+    """Function Errors >= 1 and Throttles >= 1 (per minute)."""
+    alarms = []
+    for metric, why in (
+        ("Errors", "The function failed an invocation: a whole batch returns to the queue."),
+        ("Throttles", "The function was throttled: raise reserved concurrency or lower "
+                      "maximum_concurrency on the mapping."),
+    ):  # fmt: skip
+        alarms.append(
+            metric_alarm(
+                f"{resource_name}-{metric.lower()}",
+                alarm_name=f"{alarm_name_prefix}-{metric.lower()}",
+                description=why,
+                namespace=LAMBDA_NAMESPACE,
+                metric_name=metric,
+                dimensions={"FunctionName": function_name},
+                statistic="Sum",
+                comparison_operator="GreaterThanOrEqualToThreshold",
+                threshold=1,
+                actions=actions,
+                tags=tags,
+                parent=parent,
+            )
+        )
+    return alarms

@@ -1,0 +1,106 @@
+"""A source queue and its dead-letter queue, wired and locked down.
+
+Same type for both (FIFO -> FIFO DLQ), inline redrive policy on the source, redrive-allow on
+the DLQ naming only the source, SSE (SQS-managed unless a KMS key is given) and a policy on
+each queue denying requests without TLS.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from . import iam
+
+FIFO_SUFFIX = ".fifo"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueuePairSpec:
+    queue_name: str
+    """Physical source-queue name without ``.fifo``; the DLQ is ``<queue_name>-dlq``."""
+    fifo: bool
+    content_based_deduplication: bool
+    visibility_timeout_seconds: int
+    message_retention_seconds: int
+    dlq_message_retention_seconds: int
+    max_receive_count: int
+    kms_master_key_id: pulumi.Input[str] | None = None
+    tags: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class QueuePair:
+    queue: aws.sqs.Queue
+    dlq: aws.sqs.Queue
+    redrive_allow: aws.sqs.RedriveAllowPolicy
+    policies: list[aws.sqs.QueuePolicy]
+
+
+def physical_queue_name(base: str, fifo: bool) -> str:
+    return f"{base}{FIFO_SUFFIX}" if fifo else base
+
+
+def redrive_policy(dlq_arn: str, max_receive_count: int) -> str:
+    return json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
+
+
+def create_queue_pair(
+    resource_name: str, spec: QueuePairSpec, *, parent: pulumi.Resource
+) -> QueuePair:
+    opts = pulumi.ResourceOptions(parent=parent)
+    tags = dict(spec.tags or {})
+    kms = spec.kms_master_key_id
+    dlq = aws.sqs.Queue(
+        f"{resource_name}-dlq",
+        name=physical_queue_name(f"{spec.queue_name}-dlq", spec.fifo),
+        message_retention_seconds=spec.dlq_message_retention_seconds,
+        # Quarantined and redriven messages are handled by people and tools, not Lambda.
+        visibility_timeout_seconds=spec.visibility_timeout_seconds,
+        tags=tags,
+        opts=opts,
+        fifo_queue=True if spec.fifo else None,
+        # SSE always: SQS-managed keys unless a KMS key is given.
+        sqs_managed_sse_enabled=True if kms is None else None,
+        kms_master_key_id=kms,
+        kms_data_key_reuse_period_seconds=300 if kms is not None else None,
+    )
+    queue = aws.sqs.Queue(
+        resource_name,
+        name=physical_queue_name(spec.queue_name, spec.fifo),
+        message_retention_seconds=spec.message_retention_seconds,
+        visibility_timeout_seconds=spec.visibility_timeout_seconds,
+        content_based_deduplication=spec.content_based_deduplication if spec.fifo else None,
+        redrive_policy=dlq.arn.apply(lambda arn: redrive_policy(arn, spec.max_receive_count)),
+        # Long polling: fewer empty receives for tools that poll the queue directly.
+        receive_wait_time_seconds=20,
+        tags=tags,
+        opts=opts,
+        fifo_queue=True if spec.fifo else None,
+        # SSE always: SQS-managed keys unless a KMS key is given.
+        sqs_managed_sse_enabled=True if kms is None else None,
+        kms_master_key_id=kms,
+        kms_data_key_reuse_period_seconds=300 if kms is not None else None,
+    )
+    redrive_allow = aws.sqs.RedriveAllowPolicy(
+        f"{resource_name}-dlq-redrive-allow",
+        queue_url=dlq.url,
+        redrive_allow_policy=queue.arn.apply(
+            lambda arn: json.dumps({"redrivePermission": "byQueue", "sourceQueueArns": [arn]})
+        ),
+        opts=opts,
+    )
+    policies = [
+        aws.sqs.QueuePolicy(
+            f"{logical}-tls-only",
+            queue_url=q.url,
+            policy=pulumi.Output.json_dumps(iam.deny_insecure_transport("sqs", q.arn)),
+            opts=opts,
+        )
+        for logical, q in ((resource_name, queue), (f"{resource_name}-dlq", dlq))
+    ]
+    return QueuePair(queue=queue, dlq=dlq, redrive_allow=redrive_allow, policies=policies)

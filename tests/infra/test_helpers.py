@@ -1,0 +1,149 @@
+"""The public helpers other components reuse: Powertools layer ARNs, stage config, alarms,
+the function factory."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from components import alarms, iam
+from components.function import FunctionSpec, create_function
+from components.powertools import (
+    partition_of_region,
+    powertools_layer_arn,
+    region_and_partition_of,
+)
+from components.stage_config import StageConfig
+
+from .conftest import PulumiHarness
+
+pytestmark = pytest.mark.infra
+
+
+def test_powertools_layer_arn_for_region_architecture_and_runtime() -> None:
+    assert powertools_layer_arn("eu-west-1", "x86_64", "python3.13", 27) == (
+        "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:27"
+    )
+    assert powertools_layer_arn("cn-north-1", "arm64", "python3.12", 5, "aws-cn").startswith(
+        "arn:aws-cn:lambda:cn-north-1:498634801083:layer:"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"region": "moon-1"}, "region='moon-1'"),
+        ({"architecture": "ppc"}, "architecture='ppc'"),
+        ({"runtime": "python3.9"}, "runtime='python3.9'"),
+        ({"version": 0}, "version=0"),
+        ({"partition": "aws-us-gov"}, "partition='aws-us-gov'"),
+    ],
+)
+def test_powertools_layer_arn_refuses_unpublished_combinations(
+    kwargs: dict[str, object], message: str
+) -> None:
+    base: dict[str, object] = {
+        "region": "us-east-1",
+        "architecture": "arm64",
+        "runtime": "python3.12",
+        "version": 27,
+    }
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        powertools_layer_arn(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+def test_region_helpers() -> None:
+    assert region_and_partition_of("arn:aws:sqs:ap-northeast-1:111122223333:q") == (
+        "ap-northeast-1",
+        "aws",
+    )
+    assert partition_of_region("cn-northwest-1") == "aws-cn"
+    assert partition_of_region("us-gov-west-1") == "aws-us-gov"
+    assert partition_of_region("eu-central-1") == "aws"
+    with pytest.raises(ValueError, match="not a regional ARN"):
+        region_and_partition_of("arn:aws:iam::111122223333:role/r")
+
+
+def test_stage_config_reads_typed_values(pulumi_harness: PulumiHarness) -> None:
+    seen: list[StageConfig] = []
+
+    def program() -> None:
+        seen.append(StageConfig.from_pulumi_config(pulumi.Config()))
+
+    pulumi_harness.run(
+        program,
+        config={
+            "idempotent-messaging:ordersBatchSize": "25",
+            "idempotent-messaging:tracing": "true",
+            "idempotent-messaging:alarmEmails": '["a@example.com"]',
+            "idempotent-messaging:ordersReservedConcurrency": "7",
+            "idempotent-messaging:monthlyChargeTimezone": "UTC",
+        },
+    )
+    (stage,) = seen
+    assert stage.orders_batch_size == 25
+    assert stage.tracing is True
+    assert stage.alarm_emails == ("a@example.com",)
+    assert stage.orders_reserved_concurrency == 7
+    assert stage.orders_max_concurrency is None
+    assert stage.monthly_charge_timezone == "UTC"
+    assert stage.monthly_charge_cron == "cron(0 3 1 * ? *)"
+    assert stage.log_level == "INFO"
+
+
+def test_stage_config_refuses_a_non_list_of_emails(pulumi_harness: PulumiHarness) -> None:
+    def program() -> None:
+        StageConfig.from_pulumi_config(pulumi.Config())
+
+    with pytest.raises(ValueError, match="alarmEmails"):
+        pulumi_harness.run(program, config={"idempotent-messaging:alarmEmails": '{"a": 1}'})
+
+
+class _Holder(pulumi.ComponentResource):
+    def __init__(self, name: str) -> None:
+        super().__init__("test:index:Holder", name)
+
+
+def test_create_function_helper_builds_role_policy_logs_and_alarms(
+    pulumi_harness: PulumiHarness,
+) -> None:
+    def program() -> None:
+        holder = _Holder("holder")
+        create_function(
+            "dispatch",
+            FunctionSpec(
+                function_name="billing-dev-dispatcher",
+                handler="handlers.orders.handler",
+                runtime="python3.12",
+                architecture="arm64",
+                timeout_seconds=60,
+                memory_size_mb=512,
+                environment={"X": "1"},
+            ),
+            statements=[iam.send_queue_statement("Enqueue", "arn:aws:sqs:ap-northeast-1:1:q")],
+            alarm_actions=["arn:aws:sns:ap-northeast-1:1:alarms"],
+            parent=holder,
+        )
+
+    run = pulumi_harness.run(program)
+    holder = run.one("test:index:Holder")
+    fn = run.one("aws:lambda/function:Function")
+    assert fn.parent == holder.urn
+    assert fn.inputs["name"] == "billing-dev-dispatcher"
+    assert run.one("aws:iam/role:Role").inputs["name"] == "billing-dev-dispatcher-role"
+    sids = [s["Sid"] for s in run.one("aws:iam/rolePolicy:RolePolicy").json("policy")["Statement"]]
+    assert sids == ["Enqueue", "WriteOwnLogs"]
+    metrics = sorted(
+        a.inputs["metricName"] for a in run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    )
+    assert metrics == ["Errors", "Throttles"]
+
+
+def test_an_alarm_without_actions_is_refused(pulumi_harness: PulumiHarness) -> None:
+    def program() -> None:
+        alarms.dlq_visible_alarm(
+            "a", alarm_name="a", dlq_name="q-dlq", actions=[], parent=_Holder("h")
+        )
+
+    with pytest.raises(ValueError, match="notifies nobody"):
+        pulumi_harness.run(program)

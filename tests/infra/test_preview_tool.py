@@ -1,0 +1,60 @@
+"""tools.preview prints the resource tree of a stack, computed from the real program."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools import preview
+
+pytestmark = pytest.mark.infra
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_preview_prints_the_tree_with_key_settings(
+    stack: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert preview.main(["--stack", stack]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Stack idempotent-messaging/{stack} (up, offline under Pulumi mocks)")
+    assert "└─ idempotent-messaging:components:IdempotentQueueConsumer  orders" in out
+    assert "   ├─ aws:sqs/queue:Queue  orders-queue" in out  # a child, indented below
+    assert "redrive -> orders-queue-dlq after 5 receives" in out
+    assert "response types [ReportBatchItemFailures]" in out
+    assert "TTL ttl" in out and "PITR on" in out
+    assert "ApproximateNumberOfMessagesVisible" in out
+    timeout = 60 if stack == "prod" else 30
+    window = 5 if stack == "prod" else 0
+    required = 6 * timeout + window
+    assert f"= {required} s: ok" in out
+    assert f"orders_queue_name: orders-{stack}" in out
+
+
+def test_preview_mode_marks_computed_values_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert preview.main(["--stack", "dev", "--preview"]) == 0
+    out = capsys.readouterr().out
+    assert "(preview, offline under Pulumi mocks)" in out
+    assert "orders_queue_arn: (known after apply)" in out
+
+
+def test_unknown_stack_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert preview.main(["--stack", "nope"]) == 2
+    assert "no stack 'nope'" in capsys.readouterr().err
+
+
+def test_module_entry_point_exits_zero() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.preview", "--stack", "dev"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "aws:lambda/eventSourceMapping:EventSourceMapping  orders-esm" in result.stdout

@@ -1,0 +1,1 @@
+"""Developer tools: offline preview of a stack (and, later, the emulator demo)."""

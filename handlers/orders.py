@@ -1,0 +1,79 @@
+"""Reference consumer: one ``order_records`` row per order, one notification per event.
+
+Body: ``{"event_id": "<producer id>", "order": {"order_id": "<id>", ...}}``.
+
+* The row is keyed by ``order_id`` and holds the order's fields plus ``source_event_id`` and
+  ``recorded_at``; it is written with ``attribute_not_exists(order_id)``.
+* A re-send of the same event id (any messageId) is a duplicate: no second row, the
+  notification is re-sent only if the first delivery died before publishing.
+* A DIFFERENT event id for an order that already has a row is a semantic failure: the message
+  is quarantined with the reason (an order is recorded once; corrections are a new consumer's
+  job), and the new event's claim is not written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from boto3.dynamodb.types import TypeSerializer
+
+from handlers.runtime import Consumer, Notification, SchemaError, WriteContext, lambda_handler
+
+RESERVED_FIELDS = frozenset({"source_event_id", "recorded_at"})
+_serializer = TypeSerializer()
+
+
+def _order(message: Any) -> Mapping[str, Any]:
+    if not isinstance(message, Mapping):
+        raise SchemaError("body is not a JSON object")
+    order = message.get("order")
+    if not isinstance(order, Mapping):
+        raise SchemaError("field 'order' is missing or not an object")
+    order_id = order.get("order_id")
+    if not isinstance(order_id, str) or not order_id.strip():
+        raise SchemaError("field 'order.order_id' is missing or not a non-empty string")
+    reserved = RESERVED_FIELDS & set(order)
+    if reserved:
+        raise SchemaError(f"order fields {sorted(reserved)} are reserved")
+    return order
+
+
+def order_writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
+    order = _order(message)
+    item = {name: _serializer.serialize(value) for name, value in order.items()}
+    item["source_event_id"] = {"S": ctx.event_id}
+    item["recorded_at"] = {"N": str(ctx.now)}
+    return [
+        {
+            "Put": {
+                "TableName": ctx.business_table,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(order_id)",
+            }
+        }
+    ]
+
+
+def order_notification(message: Any, event_id: str) -> Notification:
+    order_id = str(_order(message)["order_id"])
+    return Notification(
+        message=json.dumps(
+            {"type": "order_recorded", "event_id": event_id, "order_id": order_id},
+            sort_keys=True,
+        ),
+        subject="order recorded",
+        attributes={"event_id": event_id, "order_id": order_id},
+    )
+
+
+ORDERS = Consumer(
+    writes=order_writes,
+    notification=order_notification,
+    namespace="order",
+    requires_business_table=True,
+)
+
+# Handler string: handlers.orders.handler (Powertools Logger + Metrics around ORDERS.handle).
+handler = lambda_handler(ORDERS)

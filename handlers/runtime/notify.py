@@ -1,0 +1,105 @@
+"""SNS adapter: PublishBatch, called OUTSIDE the transaction (SNS cannot join it)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+PUBLISH_BATCH_MAX_ENTRIES = 10
+PUBLISH_BATCH_MAX_BYTES = 256 * 1024  # total payload of one PublishBatch (and one message)
+
+
+@dataclass(frozen=True)
+class Notification:
+    """What a consumer wants published once its business writes are committed.
+
+    ``message`` is the SNS Message; ``attributes`` become String message attributes (at most
+    10); ``subject`` is optional. Delivery is at-least-once: subscribers may see it twice.
+    """
+
+    message: str
+    subject: str | None = None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+    def size(self) -> int:
+        size = len(self.message.encode("utf-8")) + len((self.subject or "").encode("utf-8"))
+        for name, value in self.attributes.items():
+            size += len(name.encode("utf-8")) + len(value.encode("utf-8")) + len("String")
+        return size
+
+
+@dataclass(frozen=True)
+class PublishEntry:
+    entry_id: str
+    notification: Notification
+    event_id: str
+    group_id: str | None
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    message_id: str | None = None
+    error: str | None = None
+    sender_fault: bool = False
+
+
+class Notifier:
+    def __init__(self, client: Any, topic_arn: str) -> None:
+        self._client = client
+        self._topic_arn = topic_arn
+        self._fifo = topic_arn.endswith(".fifo")
+
+    def publish_batch(self, entries: Sequence[PublishEntry]) -> dict[str, PublishResult]:
+        """One PublishBatch (caller keeps it <= 10 entries and <= 256 KiB)."""
+        request = []
+        for entry in entries:
+            one: dict[str, Any] = {"Id": entry.entry_id, "Message": entry.notification.message}
+            if entry.notification.subject:
+                one["Subject"] = entry.notification.subject
+            if entry.notification.attributes:
+                one["MessageAttributes"] = {
+                    name: {"DataType": "String", "StringValue": value}
+                    for name, value in entry.notification.attributes.items()
+                }
+            if self._fifo:
+                one["MessageGroupId"] = entry.group_id or entry.event_id
+                one["MessageDeduplicationId"] = _dedup_id(entry.event_id)
+            request.append(one)
+        response = self._client.publish_batch(
+            TopicArn=self._topic_arn, PublishBatchRequestEntries=request
+        )
+        results = {
+            ok["Id"]: PublishResult(message_id=ok.get("MessageId"))
+            for ok in response.get("Successful", [])
+        }
+        for bad in response.get("Failed", []):
+            results[bad["Id"]] = PublishResult(
+                error=f"{bad.get('Code')}: {bad.get('Message', '')}",
+                sender_fault=bool(bad.get("SenderFault")),
+            )
+        return results
+
+
+def _dedup_id(event_id: str) -> str:
+    return hashlib.sha256(event_id.encode("utf-8")).hexdigest()
+
+
+def chunk_entries(entries: Sequence[PublishEntry]) -> list[list[PublishEntry]]:
+    """Split into PublishBatch calls of <= 10 entries and <= 256 KiB each, keeping order."""
+    chunks: list[list[PublishEntry]] = []
+    current: list[PublishEntry] = []
+    size = 0
+    for entry in entries:
+        entry_size = entry.notification.size()
+        if current and (
+            len(current) >= PUBLISH_BATCH_MAX_ENTRIES or size + entry_size > PUBLISH_BATCH_MAX_BYTES
+        ):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(entry)
+        size += entry_size
+    if current:
+        chunks.append(current)
+    return chunks

@@ -1,0 +1,139 @@
+"""The orders entry point as Lambda runs it: env read per invocation, Powertools logs/metrics."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from handlers import orders
+from handlers.runtime import env, logger
+from handlers.runtime.clients import reset_clients
+from tests.integration.test_runtime_world import (
+    STATE_TABLE,
+    Aws,
+    FakeContext,
+    assert_exactly_once,
+    order_body,
+    record,
+    sqs_event,
+)
+
+pytestmark = pytest.mark.integration
+
+MARKER = "BODY-MARKER-7f3a"
+
+
+@pytest.fixture
+def lambda_env(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    for name, value in aws.env().items():
+        monkeypatch.setenv(name, value)
+    reset_clients()
+    yield aws
+    reset_clients()
+
+
+@pytest.fixture
+def log_lines() -> Iterator[list[dict[str, Any]]]:
+    """Every JSON log line the Powertools logger emits during the test."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    target = logging.getLogger(logger.name)  # the stdlib logger behind Powertools' Logger
+    target.addHandler(handler)
+    lines: list[dict[str, Any]] = []
+    yield lines
+    target.removeHandler(handler)
+
+
+def read_lines(stream_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for handler in logging.getLogger(logger.name).handlers:
+        if isinstance(handler, logging.StreamHandler) and isinstance(handler.stream, io.StringIO):
+            stream_lines.extend(
+                json.loads(line) for line in handler.stream.getvalue().splitlines() if line
+            )
+    return stream_lines
+
+
+def test_handler_processes_orders_contract_end_to_end(lambda_env: Aws) -> None:
+    body = json.dumps({"event_id": "evt-1", "order": {"order_id": "o-1", "qty": 2, "price": 9.5}})
+    response = orders.handler(sqs_event(record(body)), FakeContext())
+    assert response == {"batchItemFailures": []}
+    row = lambda_env.order_rows()[0]
+    assert row["order_id"] == {"S": "o-1"}
+    assert row["qty"] == {"N": "2"} and row["price"] == {"N": "9.5"}
+    assert row["source_event_id"] == {"S": "evt-1"}
+    notes = assert_exactly_once(lambda_env, {"evt-1": "o-1"})
+    assert notes[0] == {"event_id": "evt-1", "order_id": "o-1", "type": "order_recorded"}
+
+
+def test_handler_reads_environment_per_invocation(
+    lambda_env: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several functions share one process in the embedded demo: env changes must apply."""
+    lambda_env.dynamodb.create_table(
+        TableName="other_state",
+        KeySchema=[{"AttributeName": env.EVENT_ID_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": env.EVENT_ID_KEY, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    orders.handler(sqs_event(record(order_body("a"))), FakeContext())
+    monkeypatch.setenv(env.STATE_TABLE, "other_state")
+    orders.handler(sqs_event(record(order_body("b"))), FakeContext())
+    assert {c["event_id"]["S"] for c in lambda_env.claims(STATE_TABLE)} == {"a"}
+    assert {c["event_id"]["S"] for c in lambda_env.claims("other_state")} == {"b"}
+    monkeypatch.delenv(env.DLQ_URL)
+    rec = record(order_body("c"))
+    assert orders.handler(sqs_event(rec), FakeContext()) == {
+        "batchItemFailures": [{"itemIdentifier": rec["messageId"]}]
+    }
+
+
+def test_logs_carry_record_fields_and_never_the_body(
+    lambda_env: Aws, log_lines: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = record(order_body("log-1", note=MARKER), receive_count=3)
+    not_json = record(f"{{{MARKER}")
+    schema = record(json.dumps({"event_id": "log-3", "order": {"amount": MARKER}}))
+    clash = record(order_body("log-2", order_id="order-log-1", note=MARKER))
+    orders.handler(sqs_event(good, not_json, schema, clash), FakeContext())
+    orders.handler(sqs_event(good), FakeContext())
+    lines = read_lines(log_lines)
+    stdout = capsys.readouterr().out
+    text = json.dumps(lines)
+    assert lines
+    assert MARKER not in text
+    assert MARKER not in stdout
+    outcomes = {
+        line["message_id"]: line for line in lines if "outcome" in line and "message_id" in line
+    }
+    first = [line for line in lines if line.get("message_id") == good["messageId"]]
+    assert first[0]["outcome"] == "processed"
+    assert first[0]["event_id"] == "log-1"
+    assert first[0]["receive_count"] == 3
+    assert first[-1]["outcome"] == "duplicate_skipped"
+    assert outcomes[not_json["messageId"]]["failure_kind"] == "not_json"
+    assert outcomes[schema["messageId"]]["failure_kind"] == "schema"
+    assert outcomes[clash["messageId"]]["outcome"] == "quarantined"
+    assert outcomes[clash["messageId"]]["failure_class"] == "permanent"
+    emf = [json.loads(line) for line in stdout.splitlines() if '"_aws"' in line]
+    names = {
+        m["Name"] for doc in emf for d in doc["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]
+    }
+    assert {"processed", "quarantined", "duplicate_skipped"} <= names
+    assert MARKER not in json.dumps(emf)
+
+
+def test_handler_accepts_a_missing_context_from_local_drivers(
+    lambda_env: Aws, log_lines: list[dict[str, Any]]
+) -> None:
+    assert orders.handler(sqs_event(record(order_body("nc-1"))), None) == {"batchItemFailures": []}
+    orders.handler(sqs_event(record(order_body("nc-2"))), FakeContext())
+    lines = [line for line in read_lines(log_lines) if line.get("outcome") == "processed"]
+    assert "function_name" not in lines[0]
+    assert lines[1]["function_name"] == "orders-consumer"
+    assert_exactly_once(lambda_env, {"nc-1": "order-nc-1", "nc-2": "order-nc-2"})

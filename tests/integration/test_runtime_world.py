@@ -1,0 +1,414 @@
+"""The consumer runtime's moto world: resources named from handlers/runtime/env.py constants,
+AWS call counting, fault and crash injection, a simulated SQS queue and the invariants.
+
+Imported by tests as ``tests.integration.test_runtime_world`` (it holds no tests itself).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import botocore.awsrequest
+import botocore.session
+from moto.core.models import botocore_stubber
+
+from handlers.runtime import Runtime, Settings, env
+from handlers.runtime.clients import BOTOCORE_CONFIG
+
+REGION = "ap-northeast-1"
+STATE_TABLE = "processed_events"
+TENANT_STATE_TABLE = "tenant_state"
+BUSINESS_TABLE = "order_records"
+TOPIC = "order-notifications"
+DLQ = "orders-dlq"
+
+
+class Crash(BaseException):
+    """A process death: ``except Exception`` cannot swallow it."""
+
+
+@dataclass
+class FakeContext:
+    """The parts of the Lambda context the runtime and Powertools read."""
+
+    remaining_ms: int = 60_000
+    function_name: str = "orders-consumer"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:orders-consumer"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def record(
+    body: str,
+    *,
+    message_id: str | None = None,
+    receive_count: int = 1,
+    group_id: str | None = None,
+    attributes: dict[str, str] | None = None,
+    fifo: bool = False,
+) -> dict[str, Any]:
+    """One SQS record as Lambda delivers it."""
+    attrs = {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": "1700000000000"}
+    if group_id is not None:
+        attrs["MessageGroupId"] = group_id
+    queue = "orders.fifo" if fifo else "orders"
+    return {
+        "messageId": message_id or str(uuid.uuid4()),
+        "receiptHandle": "handle",
+        "body": body,
+        "attributes": attrs,
+        "messageAttributes": {
+            name: {"stringValue": value, "dataType": "String"}
+            for name, value in (attributes or {}).items()
+        },
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:{queue}",
+        "awsRegion": REGION,
+    }
+
+
+def order_body(event_id: str, order_id: str | None = None, **fields: Any) -> str:
+    order = {"order_id": order_id or f"order-{event_id}", "amount": 1200, **fields}
+    return json.dumps({"event_id": event_id, "order": order})
+
+
+def sqs_event(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"Records": list(records)}
+
+
+@dataclass
+class Aws:
+    """Resources and clients of one moto world, plus call counting and fault/crash hooks."""
+
+    dynamodb: Any
+    sns: Any
+    sqs: Any
+    topic_arn: str
+    dlq_url: str
+    notifications_url: str
+    calls: list[str] = field(default_factory=list)
+    sends: list[str] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    """HTTP sends per API call (botocore retries included), in call order."""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    crash_before_call: int | None = None
+    crash_after_call: int | None = None
+    fault_rate: float = 0.0
+    fault_rng: random.Random = field(default_factory=lambda: random.Random(7))
+    faults: int = 0
+    ambiguous_share: float = 0.5
+    """Share of injected faults that moto applies before the client sees the 5xx."""
+
+    def settings(self, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "state_table": STATE_TABLE,
+            "business_table": BUSINESS_TABLE,
+            "topic_arn": self.topic_arn,
+            "dlq_url": self.dlq_url,
+            "remaining_time_guard_ms": 1_000,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    def runtime(self, **overrides: Any) -> Runtime:
+        return Runtime(self.settings(**overrides), self.dynamodb, self.sns, self.sqs)
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        values = {
+            env.STATE_TABLE: STATE_TABLE,
+            env.BUSINESS_TABLE: BUSINESS_TABLE,
+            env.NOTIFICATION_TOPIC_ARN: self.topic_arn,
+            env.DLQ_URL: self.dlq_url,
+            env.REMAINING_TIME_GUARD_MS: "1000",
+        }
+        values.update(overrides)
+        return values
+
+    # --- hooks -------------------------------------------------------------------------------
+    def instrument(self, client: Any) -> None:
+        client.meta.events.register("before-call.*.*", self._before_call)
+        client.meta.events.register("after-call.*.*", self._after_call)
+        # botocore runs EVERY before-send handler and uses the first response. moto's stub is
+        # one of them, so wrap it: a "rejected" fault answers an error without letting moto
+        # apply the request (a throttle), an "ambiguous" one lets moto apply it and still
+        # answers 5xx (a timeout after commit). botocore's retry handler then runs exactly as
+        # against AWS.
+        client.meta.events.unregister("before-send", botocore_stubber)
+        client.meta.events.register("before-send", self._before_send)
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.sends.clear()
+            self.attempts.clear()
+
+    def _before_call(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls.append(model.name)
+            self.attempts.append(0)
+            n = len(self.calls)
+        if self.crash_before_call is not None and n == self.crash_before_call:
+            raise Crash(f"crash before call {n} ({model.name})")
+
+    def _after_call(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            n = len(self.calls)
+        if self.crash_after_call is not None and n == self.crash_after_call:
+            raise Crash(f"crash after call {n} ({model.name})")
+
+    def _before_send(self, request: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self.sends.append(request.url)
+            if self.attempts:
+                self.attempts[-1] += 1
+            inject = bool(self.fault_rate) and self.fault_rng.random() < self.fault_rate
+            ambiguous = inject and self.fault_rng.random() < self.ambiguous_share
+            if inject:
+                self.faults += 1
+        if inject and not ambiguous:
+            return _error_response(request)
+        response = botocore_stubber(request=request, **kwargs)  # None outside mock_aws
+        if ambiguous:
+            return _error_response(request)
+        return response
+
+    # --- observation ---------------------------------------------------------------------------
+    def order_rows(self) -> list[dict[str, Any]]:
+        return _scan(self.dynamodb, BUSINESS_TABLE)
+
+    def claims(self, table: str = STATE_TABLE) -> list[dict[str, Any]]:
+        return _scan(self.dynamodb, table)
+
+    def notifications(self) -> list[dict[str, Any]]:
+        """Every notification delivered so far (SNS -> subscribed SQS queue), drained."""
+        return [json.loads(m["Body"]) for m in _drain(self.sqs, self.notifications_url)]
+
+    def dlq_messages(self) -> list[dict[str, Any]]:
+        return _drain(self.sqs, self.dlq_url, attributes=True)
+
+
+def _error_response(request: Any) -> botocore.awsrequest.AWSResponse:
+    """A 500 InternalServerError / 503 in the protocol of the target service."""
+    headers = dict(request.headers)
+    target = headers.get("X-Amz-Target", b"")
+    target = target.decode() if isinstance(target, bytes) else str(target)
+    if "DynamoDB" in target:
+        body = json.dumps(
+            {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError", "message": "x"}
+        ).encode()
+        return botocore.awsrequest.AWSResponse(
+            request.url, 500, {"x-amzn-RequestId": "f"}, _Raw(body)
+        )
+    if "AmazonSQS" in target:
+        body = json.dumps(
+            {"__type": "com.amazonaws.sqs#ServiceUnavailable", "message": "x"}
+        ).encode()
+        return botocore.awsrequest.AWSResponse(
+            request.url, 503, {"x-amzn-query-error": "ServiceUnavailable;Receiver"}, _Raw(body)
+        )
+    body = (
+        b"<ErrorResponse><Error><Type>Receiver</Type><Code>InternalFailure</Code>"
+        b"<Message>x</Message></Error><RequestId>f</RequestId></ErrorResponse>"
+    )
+    return botocore.awsrequest.AWSResponse(request.url, 500, {}, _Raw(body))
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._body
+
+    def read(self, *_: Any) -> bytes:
+        body, self._body = self._body, b""
+        return body
+
+
+def _scan(client: Any, table: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = client.scan(**kwargs)
+        items.extend(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _drain(client: Any, url: str, *, attributes: bool = False) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    while True:
+        answer = client.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"] if attributes else [],
+            AttributeNames=["All"],
+            WaitTimeSeconds=0,
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            return out
+        out.extend(messages)
+        client.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+
+
+# One botocore session for every world: it caches the loaded service models, which makes a
+# fresh client cost milliseconds instead of ~0.1 s.
+_BOTOCORE = botocore.session.get_session()
+
+
+def create_world(endpoint_url: str | None = None, *, fifo_dlq: bool = False) -> Aws:
+    """Tables, topic, DLQ and a queue subscribed to the topic, named as the stack names them."""
+    session = boto3.session.Session(botocore_session=_BOTOCORE, region_name=REGION)
+    kwargs: dict[str, Any] = {"config": BOTOCORE_CONFIG}
+    if endpoint_url:
+        kwargs["endpoint_url"] = endpoint_url
+    dynamodb = session.client("dynamodb", **kwargs)
+    sns = session.client("sns", **kwargs)
+    sqs = session.client("sqs", **kwargs)
+    dynamodb.create_table(
+        TableName=STATE_TABLE,
+        KeySchema=[{"AttributeName": env.EVENT_ID_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": env.EVENT_ID_KEY, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.create_table(
+        TableName=TENANT_STATE_TABLE,
+        KeySchema=[
+            {"AttributeName": env.TENANT_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": env.TENANT_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": env.TENANT_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": env.TENANT_SORT_KEY, "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.create_table(
+        TableName=BUSINESS_TABLE,
+        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
+    dlq_attrs = {"FifoQueue": "true"} if fifo_dlq else {}
+    dlq_url = sqs.create_queue(QueueName=DLQ + (".fifo" if fifo_dlq else ""), Attributes=dlq_attrs)[
+        "QueueUrl"
+    ]
+    notifications_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+    notifications_arn = sqs.get_queue_attributes(
+        QueueUrl=notifications_url, AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=notifications_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    world = Aws(dynamodb, sns, sqs, topic_arn, dlq_url, notifications_url)
+    for client in (dynamodb, sns, sqs):
+        world.instrument(client)
+    world.reset_counts()
+    return world
+
+
+@dataclass
+class SimQueue:
+    """An SQS queue as Lambda sees it: unacknowledged messages come back with a higher
+    receive count; a crash acknowledges nothing (redelivery after the visibility timeout)."""
+
+    fifo: bool = False
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    def send(
+        self,
+        body: str,
+        *,
+        group_id: str | None = None,
+        attributes: dict[str, str] | None = None,
+    ) -> str:
+        message_id = str(uuid.uuid4())
+        self.messages.append(
+            {
+                "message_id": message_id,
+                "body": body,
+                "receive_count": 0,
+                "group_id": group_id,
+                "attributes": attributes,
+            }
+        )
+        return message_id
+
+    def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:
+        batch = self.messages[:max_messages]
+        for m in batch:
+            m["receive_count"] += 1
+        return [
+            record(
+                m["body"],
+                message_id=m["message_id"],
+                receive_count=m["receive_count"],
+                group_id=m["group_id"],
+                attributes=m["attributes"],
+                fifo=self.fifo,
+            )
+            for m in batch
+        ]
+
+    def ack(self, message_ids: set[str]) -> None:
+        self.messages = [m for m in self.messages if m["message_id"] not in message_ids]
+
+    def deliver(
+        self, process: Callable[[dict[str, Any]], dict[str, Any]], max_messages: int = 10
+    ) -> dict[str, Any] | None:
+        """One invocation; returns its response, or None when the process crashed."""
+        records = self.receive(max_messages)
+        if not records:
+            return {"batchItemFailures": []}
+        try:
+            response = process(sqs_event(*records))
+        except Crash:
+            return None
+        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        self.ack({r["messageId"] for r in records} - failed)
+        return response
+
+    def drain(self, process: Callable[[dict[str, Any]], dict[str, Any]], rounds: int = 50) -> None:
+        for _ in range(rounds):
+            if not self.messages:
+                return
+            self.deliver(process)
+        raise AssertionError(f"queue not drained after {rounds} deliveries: {self.messages}")
+
+
+def assert_exactly_once(world: Aws, event_to_order: dict[str, str]) -> list[dict[str, Any]]:
+    """One row per distinct event, at least one notification each, every claim ``sent``."""
+    rows = world.order_rows()
+    by_order = {row["order_id"]["S"]: row for row in rows}
+    assert len(rows) == len(by_order) == len(set(event_to_order.values()))
+    for event_id, order_id in event_to_order.items():
+        assert by_order[order_id]["source_event_id"]["S"] == event_id
+    claims = {c["event_id"]["S"]: c["status"]["S"] for c in world.claims()}
+    assert claims == {e: env.STATUS_SENT for e in event_to_order}
+    notes = world.notifications()
+    assert {n["event_id"] for n in notes} == set(event_to_order)
+    for note in notes:
+        assert note["order_id"] == event_to_order[note["event_id"]]
+    return notes

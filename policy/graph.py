@@ -1,0 +1,421 @@
+"""The resource graph the stack policies reason over, and how resources are linked.
+
+Links (mapping -> queue -> function, queue -> DLQ, alarm -> queue, function env -> table) are
+resolved the way the engine lets us: first through `property_dependencies` (during a preview
+the ARN of a resource that does not exist yet is unknown, but the dependency is known), then by
+value: a literal or known ARN, URL or name, which also covers resources that already exist
+outside the stack. A reference that names nothing in the stack becomes an `ExternalRef`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from policy.values import UNKNOWN, is_unknown, plain
+
+QUEUE = "aws:sqs/queue:Queue"
+REDRIVE_POLICY = "aws:sqs/redrivePolicy:RedrivePolicy"
+REDRIVE_ALLOW_POLICY = "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy"
+QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"
+FUNCTION = "aws:lambda/function:Function"
+ALIAS = "aws:lambda/alias:Alias"
+ESM = "aws:lambda/eventSourceMapping:EventSourceMapping"
+ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
+TABLE = "aws:dynamodb/table:Table"
+SCHEDULE = "aws:scheduler/schedule:Schedule"
+TOPIC = "aws:sns/topic:Topic"
+
+
+@dataclass
+class Node:
+    urn: str
+    type: str
+    name: str  # logical name
+    props: dict[str, Any]
+    prop_deps: dict[str, list[str]] = field(default_factory=dict)
+    deps: list[str] = field(default_factory=list)
+    parent: str | None = None
+
+    def get(self, *path: str | int, default: Any = None) -> Any:
+        """props[path...] or `default` when absent (None counts as absent); may be UNKNOWN."""
+        value: Any = self.props
+        for key in path:
+            if is_unknown(value):
+                return UNKNOWN
+            if isinstance(key, int):
+                if not isinstance(value, list) or key >= len(value):
+                    return default
+                value = value[key]
+            else:
+                if not isinstance(value, dict) or value.get(key) is None:
+                    return default
+                value = value[key]
+        return value
+
+    @property
+    def label(self) -> str:
+        return f"'{self.name}'"
+
+
+@dataclass(frozen=True)
+class ExternalRef:
+    """A resource referenced by literal ARN/URL/name that the stack does not declare."""
+
+    ref: str
+
+    @property
+    def name(self) -> str:
+        return resource_name_from_ref(self.ref)
+
+    @property
+    def label(self) -> str:
+        return f"'{self.ref}' (not declared in this stack)"
+
+
+def node_from_policy_resource(resource: Any) -> Node:
+    """A Node from pulumi-policy's PolicyResource (outputs + dependencies of one resource)."""
+    return Node(
+        urn=resource.urn,
+        type=resource.resource_type,
+        name=resource.name,
+        props=plain(resource.props),
+        prop_deps={k: [d.urn for d in v] for k, v in resource.property_dependencies.items()},
+        deps=[d.urn for d in resource.dependencies],
+        parent=resource.parent.urn if resource.parent is not None else None,
+    )
+
+
+def resource_name_from_ref(ref: str) -> str:
+    """The resource name inside an ARN or URL (queue, function, table, topic) or the ref itself."""
+    if ref.startswith("https://") or ref.startswith("http://"):
+        return ref.rstrip("/").rsplit("/", 1)[-1]
+    if ref.startswith("arn:"):
+        parts = ref.split(":", 6)
+        if len(parts) >= 7 and parts[2] == "lambda" and parts[5] == "function":
+            return parts[6].split(":")[0]
+        resource = parts[5] if len(parts) >= 6 else ref
+        if len(parts) == 7 and "/" not in resource:
+            resource = f"{resource}:{parts[6]}"
+        if parts[2] == "dynamodb" and resource.startswith("table/"):
+            return resource.split("/")[1]
+        return resource.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    if ":function:" in ref:  # partial Lambda ARN: 123456789012:function:name[:qualifier]
+        return ref.split(":function:", 1)[1].split(":")[0]
+    return ref
+
+
+def function_name_from_ref(ref: str) -> str:
+    """Lambda accepts a name, `name:qualifier`, a full or a partial ARN."""
+    if ref.startswith("arn:") or ":function:" in ref:
+        return resource_name_from_ref(ref)
+    return ref.split(":")[0]
+
+
+def parse_json(value: Any) -> Any:
+    """A JSON document property (policy, redrive policy) as data; UNKNOWN stays UNKNOWN."""
+    if is_unknown(value):
+        return UNKNOWN
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            return plain(json.loads(value))
+        except ValueError:
+            return None
+    if isinstance(value, dict):
+        return value
+    return None
+
+
+def as_number(value: Any) -> float | Any | None:
+    """A number from a number or numeric string; UNKNOWN stays UNKNOWN; else None."""
+    if is_unknown(value):
+        return UNKNOWN
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def fmt(n: float) -> str:
+    return str(int(n)) if float(n).is_integer() else f"{n:g}"
+
+
+@dataclass
+class Redrive:
+    """A queue's redrive policy, inline or held by a separate RedrivePolicy resource."""
+
+    source: Node
+    holder: Node  # the queue itself or the aws:sqs/redrivePolicy:RedrivePolicy resource
+    dlq: Node | ExternalRef | None  # None: unknown during preview and no dependency to go by
+    max_receive_count: Any  # float, UNKNOWN or None (absent/invalid)
+    document: Any  # parsed JSON, UNKNOWN or None
+
+
+@dataclass
+class Mapping_:
+    node: Node
+    is_sqs: bool | None  # None: cannot tell (unknown source, no dependency)
+    queue: Node | ExternalRef | None
+    function: Node | ExternalRef | None
+
+
+class Graph:
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self.nodes: list[Node] = list(nodes)
+        self.by_urn: dict[str, Node] = {n.urn: n for n in self.nodes}
+
+    @classmethod
+    def from_policy_resources(cls, resources: Iterable[Any]) -> Graph:
+        return cls(node_from_policy_resource(r) for r in resources)
+
+    def of_type(self, *types: str) -> list[Node]:
+        return [n for n in self.nodes if n.type in types]
+
+    def dep_nodes(self, node: Node, prop: str, types: tuple[str, ...]) -> list[Node]:
+        out: list[Node] = []
+        for urn in node.prop_deps.get(prop, []):
+            dep = self.by_urn.get(urn)
+            if dep is not None and dep.type in types and dep is not node and dep not in out:
+                out.append(dep)
+        return out
+
+    # --- matching by value -------------------------------------------------------------------
+
+    def _match(self, types: tuple[str, ...], ref: str, name_prop: str = "name") -> Node | None:
+        for n in self.of_type(*types):
+            if ref in (n.get("arn"), n.get("url"), n.get("id")):
+                return n
+        wanted = resource_name_from_ref(ref)
+        for n in self.of_type(*types):
+            if n.get(name_prop) == wanted:
+                return n
+        return None
+
+    def resolve(
+        self,
+        node: Node,
+        prop: str,
+        value: Any,
+        types: tuple[str, ...],
+        name_of: Any = resource_name_from_ref,
+    ) -> Node | ExternalRef | None:
+        """The resource of `types` that `node.prop` (value `value`) refers to.
+
+        Property dependencies first; a known value picks among several candidates and covers
+        literal references. None when the value is unknown and nothing links it.
+        """
+        candidates = self.dep_nodes(node, prop, types)
+        if len(candidates) == 1:
+            return candidates[0]
+        if isinstance(value, str) and value and not is_unknown(value):
+            by_value = [c for c in candidates if value in (c.get("arn"), c.get("url"), c.get("id"))]
+            if by_value:
+                return by_value[0]
+            wanted = name_of(value)
+            for n in candidates or self.of_type(*types):
+                if value in (n.get("arn"), n.get("url"), n.get("id")) or n.get("name") == wanted:
+                    return n
+            return ExternalRef(value)
+        return None
+
+    # --- queues and redrive ------------------------------------------------------------------
+
+    def queue_name(self, q: Node | ExternalRef) -> str | None:
+        if isinstance(q, ExternalRef):
+            return q.name
+        name = q.get("name")
+        if isinstance(name, str) and not is_unknown(name):
+            return name
+        for key in ("arn", "url"):
+            ref = q.get(key)
+            if isinstance(ref, str) and not is_unknown(ref):
+                return resource_name_from_ref(ref)
+        return None
+
+    def is_fifo(self, q: Node | ExternalRef) -> bool | None:
+        """FIFO by `fifoQueue`, or by the `.fifo` name suffix AWS requires; None if unknown."""
+        if isinstance(q, Node):
+            flag = q.get("fifoQueue")
+            if flag is True or (isinstance(flag, str) and flag.lower() == "true"):
+                return True
+            if is_unknown(flag):
+                return None
+        name = self.queue_name(q)
+        if name is None:
+            return None
+        return name.endswith(".fifo")
+
+    def _parse_redrive(self, source: Node, holder: Node, value: Any) -> Redrive | None:
+        doc = parse_json(value)
+        if doc is None:
+            return None
+        if is_unknown(doc):
+            dlqs = [d for d in self.dep_nodes(holder, "redrivePolicy", (QUEUE,)) if d is not source]
+            return Redrive(source, holder, dlqs[0] if len(dlqs) == 1 else None, UNKNOWN, UNKNOWN)
+        if not isinstance(doc, dict):
+            return None
+        target = doc.get("deadLetterTargetArn")
+        dlq: Node | ExternalRef | None
+        if target is None and not doc:
+            return None
+        dlqs = [d for d in self.dep_nodes(holder, "redrivePolicy", (QUEUE,)) if d is not source]
+        if len(dlqs) == 1:
+            dlq = dlqs[0]
+        elif isinstance(target, str) and target and not is_unknown(target):
+            dlq = self._match((QUEUE,), target) or ExternalRef(target)
+        else:
+            dlq = None
+        return Redrive(source, holder, dlq, as_number(doc.get("maxReceiveCount")), doc)
+
+    @cached_property
+    def redrives(self) -> dict[str, Redrive]:
+        """Source queue URN -> its redrive (a separate RedrivePolicy resource wins)."""
+        out: dict[str, Redrive] = {}
+        for q in self.of_type(QUEUE):
+            r = self._parse_redrive(q, q, q.get("redrivePolicy"))
+            if r is not None:
+                out[q.urn] = r
+        for rp in self.of_type(REDRIVE_POLICY):
+            source = self.resolve(rp, "queueUrl", rp.get("queueUrl"), (QUEUE,))
+            if isinstance(source, Node):
+                r = self._parse_redrive(source, rp, rp.get("redrivePolicy"))
+                if r is not None:
+                    out[source.urn] = r
+        return out
+
+    @cached_property
+    def redrive_holders(self) -> list[Redrive]:
+        """Every redrive policy, also those on queues that are not in the stack."""
+        out = list(self.redrives.values())
+        for rp in self.of_type(REDRIVE_POLICY):
+            source = self.resolve(rp, "queueUrl", rp.get("queueUrl"), (QUEUE,))
+            if not isinstance(source, Node):
+                r = self._parse_redrive(
+                    Node(rp.urn, QUEUE, rp.name, {}), rp, rp.get("redrivePolicy")
+                )
+                if r is not None:
+                    out.append(r)
+        return out
+
+    @cached_property
+    def dlq_sources(self) -> dict[str, list[Redrive]]:
+        """DLQ URN (queues in the stack) -> the redrives that target it."""
+        out: dict[str, list[Redrive]] = {}
+        for r in self.redrives.values():
+            if isinstance(r.dlq, Node):
+                out.setdefault(r.dlq.urn, []).append(r)
+        return out
+
+    @cached_property
+    def declared_dlqs(self) -> set[str]:
+        """Queues that are DLQs: targets of a redrive, or allowing redrive from named sources."""
+        out = set(self.dlq_sources)
+        for q in self.of_type(QUEUE):
+            if _allows_sources(parse_json(q.get("redriveAllowPolicy"))):
+                out.add(q.urn)
+        for rap in self.of_type(REDRIVE_ALLOW_POLICY):
+            target = self.resolve(rap, "queueUrl", rap.get("queueUrl"), (QUEUE,))
+            if isinstance(target, Node) and _allows_sources(
+                parse_json(rap.get("redriveAllowPolicy"))
+            ):
+                out.add(target.urn)
+        return out
+
+    # --- functions and mappings --------------------------------------------------------------
+
+    def resolve_function(self, node: Node, prop: str) -> Node | ExternalRef | None:
+        value = node.get(prop)
+        target = self.resolve(node, prop, value, (FUNCTION, ALIAS), name_of=function_name_from_ref)
+        if isinstance(target, Node) and target.type == ALIAS:
+            return self.resolve(target, "functionName", target.get("functionName"), (FUNCTION,))
+        if isinstance(target, ExternalRef):
+            fn = self._match((FUNCTION,), function_name_from_ref(target.ref))
+            return fn or target
+        return target
+
+    @cached_property
+    def mappings(self) -> list[Mapping_]:
+        out: list[Mapping_] = []
+        for esm in self.of_type(ESM):
+            value = esm.get("eventSourceArn")
+            deps = [
+                self.by_urn[u] for u in esm.prop_deps.get("eventSourceArn", []) if u in self.by_urn
+            ]
+            queues = [d for d in deps if d.type == QUEUE]
+            is_sqs: bool | None
+            queue: Node | ExternalRef | None = None
+            if queues:
+                is_sqs, queue = True, queues[0]
+                if len(queues) > 1 and isinstance(value, str) and not is_unknown(value):
+                    queue = self._match((QUEUE,), value) or queues[0]
+            elif isinstance(value, str) and value and not is_unknown(value):
+                is_sqs = value.startswith("arn:") and value.split(":")[2:3] == ["sqs"]
+                if is_sqs:
+                    queue = self._match((QUEUE,), value) or ExternalRef(value)
+            elif deps:
+                is_sqs = False  # depends on a stream/table/broker, not a queue
+            else:
+                is_sqs = None
+            out.append(Mapping_(esm, is_sqs, queue, self.resolve_function(esm, "functionName")))
+        return out
+
+    # --- alarms ------------------------------------------------------------------------------
+
+    def alarm_metrics(self, alarm: Node) -> list[dict[str, Any]]:
+        """The metrics an alarm watches: its own, or those inside metricQueries."""
+        metrics: list[dict[str, Any]] = []
+        if alarm.get("metricName") is not None:
+            metrics.append(
+                {
+                    "metricName": alarm.get("metricName"),
+                    "namespace": alarm.get("namespace"),
+                    "dimensions": alarm.get("dimensions", default={}),
+                    "prop": "dimensions",
+                }
+            )
+        queries = alarm.get("metricQueries", default=[])
+        if isinstance(queries, list):
+            for q in queries:
+                m = q.get("metric") if isinstance(q, dict) else None
+                if isinstance(m, dict):
+                    metrics.append(
+                        {
+                            "metricName": m.get("metricName"),
+                            "namespace": m.get("namespace"),
+                            "dimensions": m.get("dimensions") or {},
+                            "prop": "metricQueries",
+                        }
+                    )
+        return metrics
+
+    def alarm_watches_queue(self, alarm: Node, metric: Mapping[str, Any], queue: Node) -> bool:
+        dims = metric.get("dimensions")
+        qname = dims.get("QueueName") if isinstance(dims, dict) else None
+        if isinstance(qname, str) and not is_unknown(qname):
+            return qname == self.queue_name(queue)
+        # The dimension value is unknown (or the whole map is): the dependency decides.
+        return queue in self.dep_nodes(alarm, str(metric.get("prop")), (QUEUE,))
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def table_for_ref(self, ref: str) -> Node | None:
+        return self._match((TABLE,), ref)
+
+
+def _allows_sources(doc: Any) -> bool:
+    if not isinstance(doc, dict):
+        return False
+    permission = doc.get("redrivePermission")
+    sources = doc.get("sourceQueueArns")
+    return permission == "byQueue" and bool(sources)

@@ -1,0 +1,121 @@
+"""DynamoDB rules: idempotency/state tables expire their records; tables keep PITR.
+
+How the pack recognises an idempotency (consumer state) table, so business tables never
+trigger the TTL rule -- any one of:
+1. a Lambda function's environment variable named in `limits.IDEMPOTENCY_TABLE_ENV_VARS`
+   (or matching `DEFAULT_ENV_VAR_PATTERN`, e.g. IDEMPOTENCY_TABLE_NAME, STATE_TABLE)
+   references the table: its value is the table's name or ARN (literal or an Output), or, when
+   the value is unknown during preview, the environment depends on exactly that table;
+2. the table carries the tag `limits.IDEMPOTENCY_TABLE_TAG_KEY` =
+   `limits.IDEMPOTENCY_TABLE_TAG_VALUE`;
+3. its physical or logical name matches `DEFAULT_NAME_PATTERNS` (idempotency, processed
+   events, dedup tables), all configurable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from policy import limits
+from policy.graph import FUNCTION, TABLE, Graph, Node
+from policy.values import is_unknown
+
+Finding = tuple[str, str]
+
+DEFAULT_ENV_VAR_PATTERN = (
+    r"^(POWERTOOLS_)?(IDEMPOTENCY|IDEMPOTENT|DEDUP|DEDUPLICATION|PROCESSED_EVENTS|STATE)"
+    r"(_STATE)?_TABLE(_NAME|_ARN)?$"
+)
+DEFAULT_NAME_PATTERNS = (r"idempoten", r"processed[-_]?events?", r"dedup")
+
+
+def _env_vars(fn: Node) -> dict[str, Any]:
+    variables = fn.get("environment", "variables", default={})
+    return variables if isinstance(variables, dict) else {}
+
+
+def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str]:
+    """Table URN -> why it is an idempotency table."""
+    names = set(config.get("envVars", limits.IDEMPOTENCY_TABLE_ENV_VARS))
+    pattern = re.compile(str(config.get("envVarPattern", DEFAULT_ENV_VAR_PATTERN)))
+    tag_key = str(config.get("tagKey", limits.IDEMPOTENCY_TABLE_TAG_KEY))
+    tag_value = str(config.get("tagValue", limits.IDEMPOTENCY_TABLE_TAG_VALUE))
+    name_patterns = [re.compile(p, re.I) for p in config.get("namePatterns", DEFAULT_NAME_PATTERNS)]
+    found: dict[str, str] = {}
+    for fn in graph.of_type(FUNCTION):
+        env = _env_vars(fn)
+        known_refs = {
+            t.urn
+            for v in env.values()
+            if isinstance(v, str) and not is_unknown(v)
+            for t in [graph.table_for_ref(v)]
+            if t is not None
+        }
+        for var, value in env.items():
+            if var not in names and not pattern.match(var):
+                continue
+            table: Node | None = None
+            if isinstance(value, str) and not is_unknown(value):
+                table = graph.table_for_ref(value)
+            elif is_unknown(value):
+                candidates = [
+                    t
+                    for t in graph.dep_nodes(fn, "environment", (TABLE,))
+                    if t.urn not in known_refs
+                ]
+                table = candidates[0] if len(candidates) == 1 else None
+            if table is not None:
+                found.setdefault(table.urn, f"function {fn.label} names it in {var}")
+    for table in graph.of_type(TABLE):
+        for tags_prop in ("tags", "tagsAll"):
+            tags = table.get(tags_prop, default={})
+            if isinstance(tags, dict) and tags.get(tag_key) == tag_value:
+                found.setdefault(table.urn, f"it is tagged {tag_key}={tag_value}")
+        physical = table.get("name")
+        for text in (table.name, physical if isinstance(physical, str) else ""):
+            if text and not is_unknown(text) and any(p.search(text) for p in name_patterns):
+                found.setdefault(table.urn, f"its name '{text}' marks an idempotency table")
+    return found
+
+
+def idempotency_table_has_ttl(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
+    findings: list[Finding] = []
+    for urn, why in idempotency_tables(graph, config).items():
+        table = graph.by_urn[urn]
+        enabled = table.get("ttl", "enabled")
+        if is_unknown(enabled) or enabled is True:
+            continue
+        attr = table.get("ttl", "attributeName")
+        state = (
+            f"TTL on attribute '{attr}' is disabled"
+            if isinstance(attr, str) and attr
+            else "TTL is not enabled"
+        )
+        findings.append(
+            (
+                urn,
+                f"table {table.label} is an idempotency/state table ({why}) and {state}: every "
+                f"processed event stays forever, so the table (and its cost) only grows. Fix: "
+                f"set ttl={{'attribute_name': 'ttl', 'enabled': True}} on {table.label} and write "
+                f"an expiry epoch into that attribute (e.g. now + 90 days).",
+            )
+        )
+    return findings
+
+
+def table_pitr_enabled(
+    resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
+) -> list[str]:
+    if resource_type != TABLE:
+        return []
+    pitr = props.get("pointInTimeRecovery")
+    enabled = pitr.get("enabled") if isinstance(pitr, dict) else (None if pitr is None else pitr)
+    if is_unknown(enabled) or enabled is True:
+        return []
+    return [
+        f"table '{name}' has point-in-time recovery disabled (the AWS default): a bad deploy or "
+        f"a mistaken write cannot be rolled back. Fix: set "
+        f"point_in_time_recovery={{'enabled': True}}."
+    ]

@@ -1,0 +1,105 @@
+"""Helpers for the policy tests: write small raw pulumi_aws projects and check them."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy.analyze import Violation
+from policy.check import check
+
+HEADER = "import json\nimport pulumi\nimport pulumi_aws as aws\n\n"
+
+# A well-configured SQS -> Lambda pipeline written with raw pulumi_aws resources: every rule
+# passes. Tests derive misconfigured variants from it by replacing one line.
+GOOD = """
+topic = aws.sns.Topic("alerts", kms_master_key_id="alias/aws/sns")
+dlq = aws.sqs.Queue(
+    "orders-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True
+)
+queue = aws.sqs.Queue(
+    "orders",
+    visibility_timeout_seconds=360,
+    message_retention_seconds=345600,
+    sqs_managed_sse_enabled=True,
+    redrive_policy=pulumi.Output.json_dumps({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": 5}),
+)
+table = aws.dynamodb.Table(
+    "processed",
+    hash_key="event_id",
+    attributes=[{"name": "event_id", "type": "S"}],
+    billing_mode="PAY_PER_REQUEST",
+    ttl={"attribute_name": "ttl", "enabled": True},
+    point_in_time_recovery={"enabled": True},
+)
+role = aws.iam.Role(
+    "consumer-role",
+    assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}),
+)
+fn = aws.lambda_.Function(
+    "consumer",
+    role=role.arn,
+    runtime="python3.12",
+    handler="app.handler",
+    code=pulumi.AssetArchive({}),
+    timeout=60,
+    environment={"variables": {"IDEMPOTENCY_TABLE": table.name}},
+)
+esm = aws.lambda_.EventSourceMapping(
+    "consumer-esm",
+    event_source_arn=queue.arn,
+    function_name=fn.arn,
+    batch_size=10,
+    function_response_types=["ReportBatchItemFailures"],
+)
+alarm = aws.cloudwatch.MetricAlarm(
+    "dlq-alarm",
+    namespace="AWS/SQS",
+    metric_name="ApproximateNumberOfMessagesVisible",
+    dimensions={"QueueName": dlq.name},
+    statistic="Maximum",
+    period=60,
+    evaluation_periods=1,
+    threshold=1,
+    comparison_operator="GreaterThanOrEqualToThreshold",
+    alarm_actions=[topic.arn],
+)
+"""
+
+
+def write_project(
+    root: Path, body: str, *, name: str = "fixture", stack_yaml: str | None = None
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "Pulumi.yaml").write_text(f"name: {name}\nruntime: python\n")
+    (root / "__main__.py").write_text(HEADER + textwrap.dedent(body))
+    if stack_yaml is not None:
+        (root / "Pulumi.dev.yaml").write_text(textwrap.dedent(stack_yaml))
+    return root
+
+
+Pairs = set[tuple[str, str]]
+
+
+def pairs(violations: list[Violation], level: str | None = None) -> Pairs:
+    return {(v.policy, v.name) for v in violations if level is None or v.enforcement == level}
+
+
+@pytest.fixture
+def run_check(tmp_path: Path) -> Callable[..., list[Violation]]:
+    """run_check(body, preview=False, config=None) -> violations of that program."""
+    counter = iter(range(1000))
+
+    def _run(
+        body: str, *, preview: bool = False, config: Mapping[str, Any] | None = None
+    ) -> list[Violation]:
+        project = write_project(tmp_path / f"p{next(counter)}", body)
+        _, violations = check(project, "dev", preview=preview, config=dict(config or {}))
+        return violations
+
+    return _run

@@ -1,0 +1,24 @@
+"""The project's own stacks pass the pack with no mandatory violation, as `up` and `preview`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from policy.check import check
+
+pytestmark = pytest.mark.policy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_reference_stack_has_no_mandatory_violation(stack: str, preview: bool):
+    run, violations = check(ROOT, stack, preview=preview)
+    assert sum(1 for r in run.resources if r.custom) > 5  # the program really ran
+    mandatory = [
+        f"{v.policy} {v.name}: {v.message}" for v in violations if v.enforcement == "mandatory"
+    ]
+    assert mandatory == []

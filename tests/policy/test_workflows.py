@@ -1,0 +1,59 @@
+"""The CI workflows wire the pack the way the pulumi/actions documentation describes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.policy
+
+WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+
+
+def load(name: str) -> dict[str, Any]:
+    doc = yaml.safe_load((WORKFLOWS / name).read_text())
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as True
+    return doc
+
+
+def steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [s for s in job["steps"] if str(s.get("uses", "")).startswith(action)]
+
+
+def test_pull_request_runs_tests_offline_check_with_sarif_and_guarded_previews():
+    wf = load("pull-request.yml")
+    assert "pull_request" in wf["on"]
+    jobs = wf["jobs"]
+    assert any(s.get("run") == "make test" for s in jobs["test"]["steps"])
+    assert jobs["policy"]["permissions"]["security-events"] == "write"
+    assert steps_using(jobs["policy"], "github/codeql-action/upload-sarif")
+    assert "--format sarif" in next(s["run"] for s in jobs["policy"]["steps"] if "id" in s)
+    preview = jobs["preview"]
+    assert "fork == false" in preview["if"] and "credentials" in preview["if"]
+    assert preview["permissions"]["id-token"] == "write"
+    assert preview["strategy"]["matrix"]["stage"] == ["dev", "prod"]
+    (pulumi,) = steps_using(preview, "pulumi/actions")
+    assert pulumi["with"]["command"] == "preview"
+    assert pulumi["with"]["policyPacks"] == "policy"
+    assert pulumi["with"]["comment-on-pr"] is True
+    assert (
+        "role-to-assume" in steps_using(preview, "aws-actions/configure-aws-credentials")[0]["with"]
+    )
+
+
+def test_push_to_main_deploys_dev_then_prod_behind_an_environment_approval():
+    wf = load("deploy.yml")
+    assert wf["on"]["push"]["branches"] == ["main"]
+    dev, prod = wf["jobs"]["up-dev"], wf["jobs"]["up-prod"]
+    assert prod["needs"] == "up-dev" and prod["environment"] == "production"
+    for job, stage in ((dev, "dev"), (prod, "prod")):
+        (pulumi,) = steps_using(job, "pulumi/actions")
+        assert pulumi["with"]["command"] == "up"
+        assert pulumi["with"]["stack-name"].endswith(f"/{stage}")
+        assert pulumi["with"]["policyPacks"] == "policy"
+        assert job["permissions"]["id-token"] == "write"
+        assert steps_using(job, "aws-actions/configure-aws-credentials")
+        assert any(s.get("run") == "make install" for s in job["steps"])

@@ -1,10 +1,16 @@
-"""The reference stack (seed 000): an `orders` consumer built from typed stage config."""
+"""The reference stack: the seed-000 `orders` consumer and the seed-003 `monthly-charge` batch."""
 
 from __future__ import annotations
 
 import pulumi
 
-from components import BusinessTableArgs, IdempotentQueueConsumer, IdempotentQueueConsumerArgs
+from components import (
+    BusinessTableArgs,
+    IdempotentQueueConsumer,
+    IdempotentQueueConsumerArgs,
+    MonthlyFanout,
+    MonthlyFanoutArgs,
+)
 from components.stage_config import StageConfig
 
 CONSUMER_OUTPUTS = (
@@ -39,6 +45,34 @@ def build_orders(stage: StageConfig) -> IdempotentQueueConsumer:
     )
 
 
+FANOUT_OUTPUTS = (
+    "schedule_name", "schedule_arn", "schedule_dlq_url", "dispatcher_name", "dispatcher_arn",
+    "control_queue_url", "control_dlq_url", "runs_table_name", "billing_accounts_table_name",
+    "work_queue_url", "work_queue_arn", "alarm_names",
+)  # fmt: skip
+
+
+def build_monthly_charge(stage: StageConfig) -> MonthlyFanout:
+    """Seed 003: the monthly charge batch, fired by cron in the stage's time zone."""
+    return MonthlyFanout(
+        "monthly-charge",
+        MonthlyFanoutArgs(
+            schedule_expression=stage.monthly_charge_cron,
+            schedule_expression_timezone=stage.monthly_charge_timezone,
+            alarm_emails=stage.alarm_emails,
+            log_level=stage.log_level,
+            log_retention_days=stage.log_retention_days,
+            tracing=stage.tracing,
+        ),
+    )
+
+
+def export_fanout(prefix: str, fanout: MonthlyFanout) -> None:
+    for output in FANOUT_OUTPUTS:
+        pulumi.export(f"{prefix}_{output}", getattr(fanout, output))
+    export_consumer(f"{prefix}_consumer", fanout.consumer)
+
+
 def export_consumer(prefix: str, consumer: IdempotentQueueConsumer) -> None:
     for output in CONSUMER_OUTPUTS:
         pulumi.export(f"{prefix}_{output}", getattr(consumer, output))
@@ -47,6 +81,7 @@ def export_consumer(prefix: str, consumer: IdempotentQueueConsumer) -> None:
 def main() -> None:
     stage = StageConfig.from_pulumi_config(pulumi.Config())
     export_consumer("orders", build_orders(stage))
+    export_fanout("monthly_charge", build_monthly_charge(stage))
 
 
 main()

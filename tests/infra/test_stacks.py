@@ -177,7 +177,8 @@ def test_stage_files_configure_their_stage() -> None:
         for r in prod.resources
         if r.type == "aws:sns/topicSubscription:TopicSubscription"
     ]
-    assert emails == ["oncall@example.com"]
+    # every alarm topic of the stage (orders, monthly-charge and its consumer) pages on-call
+    assert emails and set(emails) == {"oncall@example.com"}
     assert not [r for r in dev.resources if r.type == "aws:sns/topicSubscription:TopicSubscription"]
     assert fn_dev["name"] == "orders-dev-consumer" and fn_prod["name"] == "orders-prod-consumer"
 

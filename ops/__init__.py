@@ -1,0 +1,1 @@
+"""Operations CLI for the stack's consumers: `python -m ops --help` (docs/operations.md)."""

@@ -1,0 +1,417 @@
+"""DLQ operations: peek without consuming, FIFO-safe redrive, purge.
+
+Works with any SQS endpoint: real AWS or the emulator (the client decides which).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+RECEIVE_MAX = 10
+# How long peeked / in-transit messages stay hidden from other readers while we hold them.
+HOLD_VISIBILITY_S = 60
+FIFO_DEDUP_WINDOW_S = 300
+NATIVE_MAX_RATE = 500  # StartMessageMoveTask MaxNumberOfMessagesPerSecond limit
+# Errors an endpoint without StartMessageMoveTask answers with (moto: HTTP 500).
+_UNSUPPORTED_CODES = frozenset(
+    {"InvalidAction", "UnknownOperationException", "NotImplemented", "UnsupportedOperation"}
+)
+# The quarantine attributes the runtime writes (handlers/runtime/quarantine.py), shown first.
+REASON_ATTRIBUTES = (
+    "failure_class",
+    "failure_kind",
+    "failure_reason",
+    "event_id",
+    "original_message_id",
+    "receive_count",
+)
+
+
+class OpsError(Exception):
+    """An operation cannot proceed; the message says why and what to do."""
+
+
+@dataclass
+class PeekedMessage:
+    message_id: str
+    body: str
+    attributes: dict[str, str]
+    message_attributes: dict[str, Any]
+
+    @property
+    def group_id(self) -> str | None:
+        return self.attributes.get("MessageGroupId")
+
+    @property
+    def dedup_id(self) -> str | None:
+        return self.attributes.get("MessageDeduplicationId")
+
+    @property
+    def sent_at(self) -> float:
+        return int(self.attributes.get("SentTimestamp", "0")) / 1000
+
+    def reasons(self) -> dict[str, str]:
+        """Quarantine attributes first, then any other string attributes."""
+        plain = {
+            name: str(value.get("StringValue", ""))
+            for name, value in self.message_attributes.items()
+            if "StringValue" in value
+        }
+        ordered = {k: plain[k] for k in REASON_ATTRIBUTES if k in plain}
+        ordered.update({k: v for k, v in plain.items() if k not in ordered})
+        return ordered
+
+    def to_json(self, include_body: bool) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "message_id": self.message_id,
+            "receive_count": int(self.attributes.get("ApproximateReceiveCount", "0")),
+            "sent_timestamp": self.attributes.get("SentTimestamp"),
+            "group_id": self.group_id,
+            "dedup_id": self.dedup_id,
+            "reasons": self.reasons(),
+            "body_bytes": len(self.body.encode()),
+        }
+        if include_body:
+            data["body"] = self.body
+        return data
+
+
+def _receive(sqs: Any, url: str, count: int, hold_s: int) -> list[dict[str, Any]]:
+    response = sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=max(1, min(RECEIVE_MAX, count)),
+        VisibilityTimeout=hold_s,
+        MessageSystemAttributeNames=["All"],
+        MessageAttributeNames=["All"],
+        WaitTimeSeconds=0,
+    )
+    return list(response.get("Messages", []))
+
+
+def _release(sqs: Any, url: str, handles: list[str]) -> None:
+    """Make held messages visible again at once (visibility 0)."""
+    for start in range(0, len(handles), RECEIVE_MAX):
+        chunk = handles[start : start + RECEIVE_MAX]
+        sqs.change_message_visibility_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                for i, h in enumerate(chunk)
+            ],
+        )
+
+
+@contextmanager
+def held_messages(sqs: Any, url: str, limit: int) -> Iterator[list[dict[str, Any]]]:
+    """Receive up to `limit` messages, hold them invisible, and release them all on exit.
+
+    Each receive counts towards ApproximateReceiveCount, which matters on a DLQ only if the DLQ
+    itself had a redrive policy (it should not).
+    """
+    held: list[dict[str, Any]] = []
+    try:
+        while len(held) < limit:
+            batch = _receive(sqs, url, limit - len(held), HOLD_VISIBILITY_S)
+            if not batch:
+                break
+            held.extend(batch)
+        yield held
+    finally:
+        _release(sqs, url, [m["ReceiptHandle"] for m in held])
+
+
+def peek(sqs: Any, dlq_url: str, limit: int = 10) -> list[PeekedMessage]:
+    """Read up to `limit` DLQ messages with their quarantine reasons, consuming none."""
+    if limit < 1:
+        raise OpsError(f"--max must be >= 1, got {limit}")
+    with held_messages(sqs, dlq_url, limit) as held:
+        return [_peeked(m) for m in held]
+
+
+def _peeked(message: dict[str, Any]) -> PeekedMessage:
+    return PeekedMessage(
+        message_id=message["MessageId"],
+        body=message["Body"],
+        attributes=dict(message.get("Attributes", {})),
+        message_attributes=dict(message.get("MessageAttributes", {})),
+    )
+
+
+def queue_depth(sqs: Any, url: str) -> dict[str, int]:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return {k: int(v) for k, v in attributes.items()}
+
+
+def queue_arn(sqs: Any, url: str) -> str:
+    arn: str = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    return arn
+
+
+def source_queue_of(sqs: Any, dlq_url: str) -> str:
+    """The one queue whose redrive policy targets this DLQ (ListDeadLetterSourceQueues)."""
+    urls = sqs.list_dead_letter_source_queues(QueueUrl=dlq_url).get("queueUrls", [])
+    if len(urls) != 1:
+        raise OpsError(
+            f"DLQ {dlq_url} is the dead-letter queue of {len(urls)} queues "
+            f"({', '.join(urls) or 'none'}): pass --to-url"
+        )
+    return str(urls[0])
+
+
+@dataclass
+class RedriveReport:
+    method: str  # "native" | "manual" | "dry-run"
+    moved: int = 0
+    held_back: int = 0
+    failed: int = 0
+    task_handle: str | None = None
+    notes: list[str] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def native_move(
+    probe: Any, dlq_arn: str, source_arn: str, rate: float | None
+) -> tuple[bool, str | None, str]:
+    """Try StartMessageMoveTask. (started?, task handle, why not).
+
+    `probe` should be a client with a single attempt: on emulators "not implemented" is an
+    HTTP 500, which botocore would otherwise retry before we can fall back.
+    """
+    kwargs: dict[str, Any] = {"SourceArn": dlq_arn, "DestinationArn": source_arn}
+    if rate is not None:
+        kwargs["MaxNumberOfMessagesPerSecond"] = max(1, min(NATIVE_MAX_RATE, int(rate)))
+    try:
+        response = probe.start_message_move_task(**kwargs)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if code in _UNSUPPORTED_CODES or status in (500, 501):
+            return False, None, f"endpoint does not support StartMessageMoveTask ({code or status})"
+        raise
+    return True, str(response["TaskHandle"]), ""
+
+
+def wait_native(sqs: Any, dlq_arn: str, timeout_s: float = 300) -> dict[str, Any]:
+    """Poll ListMessageMoveTasks until the newest task leaves RUNNING."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        tasks = sqs.list_message_move_tasks(SourceArn=dlq_arn, MaxResults=1).get("Results", [])
+        task: dict[str, Any] = tasks[0] if tasks else {}
+        if task.get("Status") != "RUNNING" or time.monotonic() > deadline:
+            return task
+        time.sleep(2)
+
+
+def _sent_at(message: dict[str, Any]) -> float:
+    return int(message.get("Attributes", {}).get("SentTimestamp", "0")) / 1000
+
+
+def _hold(sqs: Any, url: str, messages: list[dict[str, Any]], seconds: int) -> None:
+    for start in range(0, len(messages), RECEIVE_MAX):
+        chunk = messages[start : start + RECEIVE_MAX]
+        sqs.change_message_visibility_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": seconds}
+                for i, m in enumerate(chunk)
+            ],
+        )
+
+
+def _send_entry(message: dict[str, Any], fifo: bool, dedup_id: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"Id": "0", "MessageBody": message["Body"]}
+    attributes = {}
+    for name, value in message.get("MessageAttributes", {}).items():
+        kept = {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
+        attributes[name] = kept
+    if attributes:
+        entry["MessageAttributes"] = attributes
+    if fifo:
+        system = message.get("Attributes", {})
+        group = system.get("MessageGroupId")
+        if not group:
+            raise OpsError(f"FIFO message {message['MessageId']} has no MessageGroupId")
+        entry["MessageGroupId"] = group
+        if dedup_id:
+            entry["MessageDeduplicationId"] = dedup_id
+    return entry
+
+
+def manual_redrive(
+    sqs: Any,
+    dlq_url: str,
+    source_url: str,
+    *,
+    rate: float | None = None,
+    limit: int | None = None,
+    dedup_window: str = "wait",
+    dry_run: bool = False,
+    now: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] = lambda _line: None,
+) -> RedriveReport:
+    """Receive / send / delete, preserving body, message attributes, group and dedup ids.
+
+    FIFO: messages come off the DLQ in group order and go back in that order with their
+    MessageGroupId and MessageDeduplicationId. SQS silently drops a FIFO send whose
+    deduplication id was used in the last 5 minutes, so a message that entered the DLQ less
+    than 5 minutes ago could vanish on redrive; `dedup_window` decides: "wait" until the
+    window has passed (default), "skip" to leave it in the DLQ, "new-id" to send it with a
+    fresh deduplication id (safe because the consumer is idempotent).
+    """
+    if dedup_window not in ("wait", "skip", "new-id"):
+        raise OpsError(f"--dedup-window must be wait, skip or new-id, got {dedup_window!r}")
+    if rate is not None and rate <= 0:
+        raise OpsError(f"--rate must be > 0 messages/s, got {rate}")
+    fifo = source_url.endswith(".fifo")
+    if fifo != dlq_url.endswith(".fifo"):
+        raise OpsError(f"queue types differ: DLQ {dlq_url} vs source {source_url}")
+    report = RedriveReport(method="dry-run" if dry_run else "manual")
+    started = time.monotonic()
+    if dry_run:
+        with held_messages(sqs, dlq_url, limit or 10_000) as held:
+            for m in held:
+                report.messages.append(_peeked(m).to_json(include_body=False))
+            report.moved = 0
+            report.notes.append(f"dry run: {len(held)} message(s) would move to {source_url}")
+        return report
+    held_back: list[str] = []  # receipt handles released at the end (skip policy)
+    blocked_groups: set[str | None] = set()
+    try:
+        while limit is None or report.moved + report.held_back < limit:
+            want = RECEIVE_MAX if limit is None else limit - report.moved - report.held_back
+            batch = _receive(sqs, dlq_url, want, HOLD_VISIBILITY_S)
+            if not batch:
+                break
+            if fifo and dedup_window == "wait":
+                ages = [now() - _sent_at(m) for m in batch]
+                wait = max((FIFO_DEDUP_WINDOW_S - a + 1 for a in ages), default=0)
+                if wait > 0:
+                    # Keep the batch hidden while we wait, so no other reader takes it.
+                    _hold(sqs, dlq_url, batch, int(wait) + HOLD_VISIBILITY_S)
+                    log(
+                        f"waiting {wait:.0f} s: {sum(a < FIFO_DEDUP_WINDOW_S for a in ages)} "
+                        "message(s) entered the DLQ inside the FIFO 5-minute deduplication "
+                        "window; SQS would silently drop their resend"
+                    )
+                    sleep(wait)
+            for message in batch:
+                dedup = message.get("Attributes", {}).get("MessageDeduplicationId")
+                group = message.get("Attributes", {}).get("MessageGroupId")
+                if fifo and group in blocked_groups:
+                    # An earlier message of this group stays behind: so must this one.
+                    held_back.append(message["ReceiptHandle"])
+                    report.held_back += 1
+                    continue
+                if fifo and now() - _sent_at(message) < FIFO_DEDUP_WINDOW_S:
+                    if dedup_window == "skip":
+                        held_back.append(message["ReceiptHandle"])
+                        report.held_back += 1
+                        blocked_groups.add(group)
+                        continue
+                    if dedup_window == "new-id":
+                        dedup = f"redrive-{uuid.uuid4().hex}"
+                entry = _send_entry(message, fifo, dedup)
+                response = sqs.send_message_batch(QueueUrl=source_url, Entries=[entry])
+                if response.get("Failed"):
+                    failure = response["Failed"][0]
+                    held_back.append(message["ReceiptHandle"])
+                    report.failed += 1
+                    report.notes.append(
+                        f"send of {message['MessageId']} failed: {failure.get('Code')}: "
+                        f"{failure.get('Message', '')}; left in the DLQ"
+                    )
+                    if fifo:  # later messages of its group must not overtake it
+                        raise OpsError(report.notes[-1])
+                    continue
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+                report.moved += 1
+                report.messages.append(
+                    {"message_id": message["MessageId"], "group_id": entry.get("MessageGroupId")}
+                )
+                log(f"moved {message['MessageId']} -> {source_url}")
+                if rate:
+                    # Stay at or under `rate` messages per second overall.
+                    ahead = report.moved / rate - (time.monotonic() - started)
+                    if ahead > 0:
+                        sleep(ahead)
+    finally:
+        _release(sqs, dlq_url, held_back)
+    return report
+
+
+def redrive(
+    sqs: Any,
+    dlq_url: str,
+    source_url: str,
+    *,
+    method: str = "auto",
+    rate: float | None = None,
+    limit: int | None = None,
+    dedup_window: str = "wait",
+    dry_run: bool = False,
+    wait: bool = True,
+    probe: Any | None = None,
+    log: Callable[[str], None] = lambda _line: None,
+) -> RedriveReport:
+    """Native StartMessageMoveTask where the endpoint has it (auto/native), else manual.
+
+    probe: the client used for the StartMessageMoveTask attempt (see native_move).
+    """
+    if method not in ("auto", "native", "manual"):
+        raise OpsError(f"--method must be auto, native or manual, got {method!r}")
+    if dry_run:
+        return manual_redrive(sqs, dlq_url, source_url, limit=limit, dry_run=True)
+    notes: list[str] = []
+    if method in ("auto", "native") and limit is None:
+        dlq_arn, source_arn = queue_arn(sqs, dlq_url), queue_arn(sqs, source_url)
+        started, handle, why = native_move(probe or sqs, dlq_arn, source_arn, rate)
+        if started:
+            report = RedriveReport(method="native", task_handle=handle)
+            if wait:
+                task = wait_native(sqs, dlq_arn)
+                report.moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
+                report.notes.append(f"move task status {task.get('Status', 'unknown')}")
+            return report
+        if method == "native":
+            raise OpsError(why)
+        notes.append(f"{why}: falling back to receive/send/delete")
+        log(notes[-1])
+    elif method in ("auto", "native") and limit is not None:
+        if method == "native":
+            raise OpsError("--max cannot be combined with --method native (moves the whole DLQ)")
+        notes.append(
+            "--max given: the native move task moves everything, using receive/send/delete"
+        )
+    report = manual_redrive(
+        sqs, dlq_url, source_url, rate=rate, limit=limit, dedup_window=dedup_window, log=log
+    )
+    report.notes[:0] = notes
+    return report
+
+
+def purge(sqs: Any, url: str) -> None:
+    try:
+        sqs.purge_queue(QueueUrl=url)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code", "").endswith("PurgeQueueInProgress"):
+            raise OpsError(
+                f"{url}: a purge is already in progress (SQS allows one per 60 s)"
+            ) from None
+        raise

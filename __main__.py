@@ -5,22 +5,30 @@ from __future__ import annotations
 import pulumi
 
 from components import (
+    CONSUMER_OUTPUTS,
+    FANOUT_OUTPUTS,
     BusinessTableArgs,
     IdempotentQueueConsumer,
     IdempotentQueueConsumerArgs,
     MonthlyFanout,
     MonthlyFanoutArgs,
+    alarms,
 )
 from components.stage_config import StageConfig
 
-CONSUMER_OUTPUTS = (
-    "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
-    "state_table_name", "state_table_arn", "business_table_name", "topic_arn",
-    "function_name", "function_arn", "role_arn", "alarm_names", "alarm_topic_arn",
-)  # fmt: skip
+
+def build_alarm_topic(stage: StageConfig) -> pulumi.Output[str]:
+    """One alarm topic for the whole stack: on-call confirms one subscription per address
+    instead of one per component (each component would otherwise create its own topic)."""
+    topic = alarms.create_stack_alarm_topic(
+        "alarms",
+        topic_name=f"{pulumi.get_project()}-{pulumi.get_stack()}-alarms",
+        emails=stage.alarm_emails,
+    )
+    return topic.topic.arn
 
 
-def build_orders(stage: StageConfig) -> IdempotentQueueConsumer:
+def build_orders(stage: StageConfig, alarm_topic_arn: pulumi.Input[str]) -> IdempotentQueueConsumer:
     """Seed 000: standard queue -> orders handler; order_records keyed by order_id; SNS topic."""
     return IdempotentQueueConsumer(
         "orders",
@@ -36,7 +44,7 @@ def build_orders(stage: StageConfig) -> IdempotentQueueConsumer:
             age_alarm_threshold_seconds=stage.orders_age_alarm_threshold_seconds,
             business_table=BusinessTableArgs(name="order_records", hash_key="order_id"),
             create_notification_topic=True,
-            alarm_emails=stage.alarm_emails,
+            alarm_topic_arn=alarm_topic_arn,
             log_level=stage.log_level,
             log_retention_days=stage.log_retention_days,
             tracing=stage.tracing,
@@ -45,21 +53,14 @@ def build_orders(stage: StageConfig) -> IdempotentQueueConsumer:
     )
 
 
-FANOUT_OUTPUTS = (
-    "schedule_name", "schedule_arn", "schedule_dlq_url", "dispatcher_name", "dispatcher_arn",
-    "control_queue_url", "control_dlq_url", "runs_table_name", "billing_accounts_table_name",
-    "work_queue_url", "work_queue_arn", "alarm_names",
-)  # fmt: skip
-
-
-def build_monthly_charge(stage: StageConfig) -> MonthlyFanout:
+def build_monthly_charge(stage: StageConfig, alarm_topic_arn: pulumi.Input[str]) -> MonthlyFanout:
     """Seed 003: the monthly charge batch, fired by cron in the stage's time zone."""
     return MonthlyFanout(
         "monthly-charge",
         MonthlyFanoutArgs(
             schedule_expression=stage.monthly_charge_cron,
             schedule_expression_timezone=stage.monthly_charge_timezone,
-            alarm_emails=stage.alarm_emails,
+            alarm_topic_arn=alarm_topic_arn,
             log_level=stage.log_level,
             log_retention_days=stage.log_retention_days,
             tracing=stage.tracing,
@@ -80,8 +81,10 @@ def export_consumer(prefix: str, consumer: IdempotentQueueConsumer) -> None:
 
 def main() -> None:
     stage = StageConfig.from_pulumi_config(pulumi.Config())
-    export_consumer("orders", build_orders(stage))
-    export_fanout("monthly_charge", build_monthly_charge(stage))
+    alarm_topic_arn = build_alarm_topic(stage)
+    pulumi.export("alarm_topic_arn", alarm_topic_arn)
+    export_consumer("orders", build_orders(stage, alarm_topic_arn))
+    export_fanout("monthly_charge", build_monthly_charge(stage, alarm_topic_arn))
 
 
 main()

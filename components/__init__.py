@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from .consumer import IdempotentQueueConsumer
+from .consumer import CONSUMER_OUTPUTS, IdempotentQueueConsumer
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
-from .monthly_fanout import MonthlyFanout, MonthlyFanoutArgs
+from .monthly_fanout import FANOUT_OUTPUTS, MonthlyFanout, MonthlyFanoutArgs
 
 __all__ = [
+    "CONSUMER_OUTPUTS",
+    "FANOUT_OUTPUTS",
     "BusinessTableArgs",
     "IdempotentQueueConsumer",
     "IdempotentQueueConsumerArgs",

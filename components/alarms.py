@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from . import iam
+from .validation import check_emails
 
 DEFAULT_PERIOD_S = 60
 LAMBDA_NAMESPACE = "AWS/Lambda"
@@ -56,7 +57,7 @@ class AlarmTopic:
 
 
 def alarm_topic_key_policy(
-    account_id: pulumi.Input[str], partition: str = "aws"
+    account_id: pulumi.Input[str], partition: pulumi.Input[str] = "aws"
 ) -> pulumi.Output[str]:
     """Key policy for an alarm topic's key: CloudWatch may encrypt, the account may administer.
 
@@ -64,7 +65,9 @@ def alarm_topic_key_policy(
     encrypted alarm topic needs a customer-managed key whose policy names
     cloudwatch.amazonaws.com. In a KEY policy "Resource": "*" means "this key".
     """
-    root = pulumi.Output.from_input(account_id).apply(lambda a: f"arn:{partition}:iam::{a}:root")
+    root = pulumi.Output.all(account_id, partition).apply(
+        lambda values: f"arn:{values[1]}:iam::{values[0]}:root"
+    )
     return pulumi.Output.json_dumps(
         iam.document(
             [
@@ -92,18 +95,22 @@ def create_alarm_topic(
     *,
     topic_name: str,
     account_id: pulumi.Input[str],
+    partition: pulumi.Input[str] = "aws",
     emails: Sequence[str] = (),
     tags: Mapping[str, str] | None = None,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None,
 ) -> AlarmTopic:
-    """An SSE alarm topic (own KMS key, rotation on) with optional email subscriptions."""
+    """An SSE alarm topic (own KMS key, rotation on) with optional email subscriptions.
+
+    ``parent=None`` puts it at the stack's top level (a topic shared by several components).
+    """
     opts = pulumi.ResourceOptions(parent=parent)
     key = aws.kms.Key(
         f"{resource_name}-key",
         description=f"Encrypts alarm topic {topic_name} (CloudWatch may use it)",
         enable_key_rotation=True,
         deletion_window_in_days=30,
-        policy=alarm_topic_key_policy(account_id),
+        policy=alarm_topic_key_policy(account_id, partition),
         tags=dict(tags or {}),
         opts=opts,
     )
@@ -125,6 +132,33 @@ def create_alarm_topic(
         for index, email in enumerate(emails)
     ]
     return AlarmTopic(topic=topic, key=key, subscriptions=subscriptions)
+
+
+def create_stack_alarm_topic(
+    resource_name: str,
+    *,
+    topic_name: str,
+    emails: Sequence[str] = (),
+    tags: Mapping[str, str] | None = None,
+) -> AlarmTopic:
+    """One alarm topic for a whole stack, to pass as ``alarm_topic_arn`` to every component.
+
+    Each created topic subscribes every address again, so on-call would confirm (and receive)
+    one subscription per component; a shared topic needs one confirmation per address. The
+    key policy names the deploying account (and its partition), read with
+    ``aws.get_caller_identity``.
+    """
+    check_emails("alarm_emails", emails)  # before any resource, like the components' args
+    identity = aws.get_caller_identity_output()
+    return create_alarm_topic(
+        resource_name,
+        topic_name=topic_name,
+        account_id=identity.account_id,
+        partition=identity.arn.apply(lambda arn: arn.split(":")[1]),
+        emails=emails,
+        tags=tags,
+        parent=None,
+    )
 
 
 def metric_alarm(

@@ -17,15 +17,26 @@ from . import alarms, iam
 from .bundle import handler_module_exists
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .function import FunctionSpec, create_function
-from .powertools import partition_of_region, powertools_layer_arn, region_and_partition_of
+from .powertools import deployment_layer_arn, region_and_partition_of
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
 from .validation import fail, validate_consumer_args
 
-__all__ = ["BusinessTableArgs", "IdempotentQueueConsumer", "IdempotentQueueConsumerArgs"]
+__all__ = [
+    "CONSUMER_OUTPUTS",
+    "BusinessTableArgs",
+    "IdempotentQueueConsumer",
+    "IdempotentQueueConsumerArgs",
+]
 
 TYPE_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
 COMPONENT_TAG_KEY = "idempotent-messaging:component"
+CONSUMER_OUTPUTS = (
+    "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
+    "state_table_name", "state_table_arn", "business_table_name", "topic_arn",
+    "function_name", "function_arn", "role_arn", "alarm_names", "alarm_topic_arn",
+)  # fmt: skip
+"""Every output of the component: its annotated attributes, registered under these names."""
 
 
 def account_of(arn: str) -> str:
@@ -90,6 +101,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 queue_name=physical,
                 fifo=args.fifo,
                 content_based_deduplication=args.content_based_deduplication,
+                high_throughput=args.high_throughput_fifo,
                 visibility_timeout_seconds=visibility,
                 message_retention_seconds=args.message_retention_seconds,
                 dlq_message_retention_seconds=args.dlq_message_retention_seconds,
@@ -146,12 +158,13 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             )
             topic_arn = topic.arn
 
-        account_id = queue.arn.apply(account_of)
         if args.alarm_topic_arn is None:
             alarm_topic = alarms.create_alarm_topic(
                 f"{name}-alarms",
                 topic_name=f"{physical}-alarms",
-                account_id=account_id,
+                # The key policy names this account's root in this partition (aws-cn, ...).
+                account_id=queue.arn.apply(account_of),
+                partition=queue.arn.apply(lambda arn: region_and_partition_of(arn)[1]),
                 emails=args.alarm_emails,
                 tags=tags,
                 parent=self,
@@ -199,7 +212,13 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         if topic_arn is not None:
             environment[env.NOTIFICATION_TOPIC_ARN] = topic_arn
 
-        layer = self._powertools_layer(args, queue.arn, opts)
+        layer = deployment_layer_arn(
+            architecture=args.architecture,
+            runtime=args.runtime,
+            version=args.powertools_layer_version,
+            regional_arn=queue.arn,
+            opts=opts,
+        )
 
         fn = create_function(
             f"{name}-consumer",
@@ -288,56 +307,4 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         self.role_arn = fn.role.arn
         self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in all_alarms])
         self.alarm_topic_arn = pulumi.Output.from_input(alarm_topic_arn)
-        self.register_outputs(
-            {
-                "queue_url": self.queue_url,
-                "queue_arn": self.queue_arn,
-                "queue_name": self.queue_name,
-                "dlq_url": self.dlq_url,
-                "dlq_arn": self.dlq_arn,
-                "dlq_name": self.dlq_name,
-                "state_table_name": self.state_table_name,
-                "state_table_arn": self.state_table_arn,
-                "business_table_name": self.business_table_name,
-                "topic_arn": self.topic_arn,
-                "function_name": self.function_name,
-                "function_arn": self.function_arn,
-                "role_arn": self.role_arn,
-                "alarm_names": self.alarm_names,
-                "alarm_topic_arn": self.alarm_topic_arn,
-            }
-        )
-
-    @staticmethod
-    def _powertools_layer(
-        args: IdempotentQueueConsumerArgs,
-        queue_arn: pulumi.Output[str],
-        opts: pulumi.ResourceOptions | None,
-    ) -> pulumi.Input[str]:
-        """The layer for the region the function deploys to.
-
-        With the default provider that is the stack's ``aws:region`` (known at preview);
-        with an explicit provider it is read from the queue's ARN (known after create).
-        """
-        region = pulumi.Config("aws").get("region")
-        explicit_provider = opts is not None and (opts.provider or opts.providers)
-        if region and not explicit_provider:
-            return powertools_layer_arn(
-                region,
-                args.architecture,
-                args.runtime,
-                args.powertools_layer_version,
-                partition_of_region(region),
-            )
-
-        def from_arn(arn: str) -> str:
-            arn_region, partition = region_and_partition_of(arn)
-            return powertools_layer_arn(
-                arn_region,
-                args.architecture,
-                args.runtime,
-                args.powertools_layer_version,
-                partition,
-            )
-
-        return queue_arn.apply(from_arn)
+        self.register_outputs({output: getattr(self, output) for output in CONSUMER_OUTPUTS})

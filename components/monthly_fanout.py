@@ -27,29 +27,28 @@ from handlers.runtime import env as renv
 from policy import limits
 
 from . import alarms, iam
-from .consumer import IdempotentQueueConsumer
+from .consumer import COMPONENT_TAG_KEY, CONSUMER_OUTPUTS, IdempotentQueueConsumer
 from .consumer_args import (
     DEFAULT_POWERTOOLS_LAYER_VERSION,
     BusinessTableArgs,
     IdempotentQueueConsumerArgs,
 )
 from .function import FunctionSpec, create_function
-from .powertools import partition_of_region, powertools_layer_arn, region_and_partition_of
-from .queues import QueuePairSpec, create_queue_pair
+from .powertools import deployment_layer_arn
+from .queues import QueuePairSpec, create_queue_pair, tls_only_policy
 from .tables import KeySchema, create_table
 from .validation import (
     LOG_LEVELS,
     LOG_RETENTION_DAYS,
     MAX_PHYSICAL_NAME_LEN,
+    check_alarm_target,
     check_choice,
-    check_emails,
     check_name,
     check_range,
     fail,
 )
 
 TYPE_TOKEN = "idempotent-messaging:components:MonthlyFanout"
-COMPONENT_TAG_KEY = "idempotent-messaging:component"
 DISPATCHER_HANDLER = "handlers.dispatch.app.handler"
 CHARGES_HANDLER = "handlers.charges.handler"
 SCHEDULE_INPUT = json.dumps(
@@ -66,6 +65,12 @@ SCHEDULER_MIN_EVENT_AGE_S = 60
 SCHEDULER_MAX_EVENT_AGE_S = 86_400
 CONTROL_RETENTION_SECONDS = 4 * 24 * 3600
 LEDGER_TABLE = "ledger"
+FANOUT_OUTPUTS = (
+    "schedule_name", "schedule_arn", "schedule_dlq_url", "dispatcher_name", "dispatcher_arn",
+    "control_queue_url", "control_dlq_url", "runs_table_name", "billing_accounts_table_name",
+    "work_queue_url", "work_queue_arn", "alarm_names",
+)  # fmt: skip
+"""The component's own outputs; the consumer child's are registered as ``consumer_<output>``."""
 
 _CRON_RE = re.compile(r"^cron\((\S+\s+){5}\S+\)$")
 _RATE_RE = re.compile(r"^rate\(\d+ (minute|minutes|hour|hours|day|days)\)$")
@@ -140,6 +145,13 @@ class MonthlyFanoutArgs:
     consumer_reserved_concurrency: int | None = None
     max_receive_count: int = 5
     """Default 5 (seed 003) for the work queue; 3..20."""
+    work_queue_high_throughput: bool = True
+    """Default True: the work queue (and its DLQ) use SQS high-throughput FIFO. A plain FIFO
+    queue takes 300 SendMessageBatch calls/s, i.e. 3,000 charges/s for the whole queue, so a
+    1,000,000-item month would need over 5 minutes of sending at best; high-throughput mode
+    limits per message group (``<tenant>#<month>``) instead, and the per-group deduplication
+    it implies is exact here because a charge's dedup id and its group both come from its
+    tenant and month. False keeps the per-queue limit (e.g. a region without the mode)."""
     claim_ttl_seconds: int = renv.DEFAULT_CLAIM_TTL_SECONDS
     """Default 90 days (seed 003): charge claims outlive any redelivery of the month."""
 
@@ -262,7 +274,7 @@ def validate_fanout_args(name: str, physical: str, args: MonthlyFanoutArgs) -> N
             args.log_retention_days,
             f"must be a CloudWatch Logs retention value {list(LOG_RETENTION_DAYS)}",
         )
-    check_emails("alarm_emails", args.alarm_emails)
+    check_alarm_target(args.alarm_emails, args.alarm_topic_arn)
 
 
 def _pair(field_name: str, name: object, arn: object) -> None:
@@ -316,6 +328,7 @@ class MonthlyFanout(pulumi.ComponentResource):
                 handler=CHARGES_HANDLER,
                 fifo=True,
                 content_based_deduplication=False,  # the dispatcher sends a dedup id
+                high_throughput_fifo=args.work_queue_high_throughput,
                 state_key_layout=renv.LAYOUT_TENANT,
                 claim_ttl_seconds=args.claim_ttl_seconds,
                 business_table=BusinessTableArgs(
@@ -408,12 +421,7 @@ class MonthlyFanout(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        aws.sqs.QueuePolicy(
-            f"{name}-schedule-dlq-tls-only",
-            queue_url=schedule_dlq.url,
-            policy=pulumi.Output.json_dumps(iam.deny_insecure_transport("sqs", schedule_dlq.arn)),
-            opts=child,
-        )
+        tls_only_policy(f"{name}-schedule-dlq-tls-only", schedule_dlq, parent=self)
 
         # --- Dispatcher --------------------------------------------------------------------------
         statements = [
@@ -476,7 +484,15 @@ class MonthlyFanout(pulumi.ComponentResource):
                 timeout_seconds=args.dispatcher_timeout_seconds,
                 memory_size_mb=args.dispatcher_memory_size_mb,
                 environment=environment,
-                layers=[self._powertools_layer(args, control.queue.arn, opts)],
+                layers=[
+                    deployment_layer_arn(
+                        architecture=args.architecture,
+                        runtime=args.runtime,
+                        version=args.powertools_layer_version,
+                        regional_arn=control.queue.arn,
+                        opts=opts,
+                    )
+                ],
                 tracing=args.tracing,
                 reserved_concurrency=args.reserved_concurrency,
                 log_retention_days=args.log_retention_days,
@@ -608,68 +624,8 @@ class MonthlyFanout(pulumi.ComponentResource):
         self.work_queue_arn = self.consumer.queue_arn
         self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in own_alarms])
         outputs: dict[str, pulumi.Input[object]] = {
-            "schedule_name": self.schedule_name,
-            "schedule_arn": self.schedule_arn,
-            "schedule_dlq_url": self.schedule_dlq_url,
-            "dispatcher_name": self.dispatcher_name,
-            "dispatcher_arn": self.dispatcher_arn,
-            "control_queue_url": self.control_queue_url,
-            "control_dlq_url": self.control_dlq_url,
-            "runs_table_name": self.runs_table_name,
-            "billing_accounts_table_name": self.billing_accounts_table_name,
-            "work_queue_url": self.work_queue_url,
-            "work_queue_arn": self.work_queue_arn,
-            "alarm_names": self.alarm_names,
+            output: getattr(self, output) for output in FANOUT_OUTPUTS
         }
         for output in CONSUMER_OUTPUTS:
             outputs[f"consumer_{output}"] = getattr(self.consumer, output)
         self.register_outputs(outputs)
-
-    @staticmethod
-    def _powertools_layer(
-        args: MonthlyFanoutArgs, queue_arn: pulumi.Output[str], opts: pulumi.ResourceOptions | None
-    ) -> pulumi.Input[str]:
-        """The Powertools layer of the deployment region: the stack's ``aws:region`` with the
-        default provider, else the region of a queue ARN (as the consumer component does)."""
-        region = pulumi.Config("aws").get("region")
-        explicit_provider = opts is not None and (opts.provider or opts.providers)
-        if region and not explicit_provider:
-            return powertools_layer_arn(
-                region,
-                args.architecture,
-                args.runtime,
-                args.powertools_layer_version,
-                partition_of_region(region),
-            )
-
-        def from_arn(arn: str) -> str:
-            arn_region, partition = region_and_partition_of(arn)
-            return powertools_layer_arn(
-                arn_region,
-                args.architecture,
-                args.runtime,
-                args.powertools_layer_version,
-                partition,
-            )
-
-        return queue_arn.apply(from_arn)
-
-
-CONSUMER_OUTPUTS = (
-    "queue_url",
-    "queue_arn",
-    "queue_name",
-    "dlq_url",
-    "dlq_arn",
-    "dlq_name",
-    "state_table_name",
-    "state_table_arn",
-    "business_table_name",
-    "topic_arn",
-    "function_name",
-    "function_arn",
-    "role_arn",
-    "alarm_names",
-    "alarm_topic_arn",
-)
-"""The consumer child's outputs, re-registered here as ``consumer_<output>``."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+import pulumi
+
 SUPPORTED_ARCHITECTURES = ("arm64", "x86_64")
 # Lambda runtime -> the token Powertools uses in its v3 layer names. Older runtimes have no
 # v3 layer; add newer ones here once Powertools publishes them.
@@ -59,3 +61,32 @@ def region_and_partition_of(arn: str) -> tuple[str, str]:
     if match is None or not match.group("region"):
         raise ValueError(f"arn={arn!r}: not a regional ARN")
     return match.group("region"), match.group("partition")
+
+
+def deployment_layer_arn(
+    *,
+    architecture: str,
+    runtime: str,
+    version: int,
+    regional_arn: pulumi.Output[str],
+    opts: pulumi.ResourceOptions | None,
+) -> pulumi.Input[str]:
+    """The Powertools layer for the region a component's functions deploy to.
+
+    With the default provider that is the stack's ``aws:region``, known at preview, so the
+    layer shows up in ``pulumi preview``. With an explicit provider (``opts.provider`` or
+    ``opts.providers``) the stack's region may be wrong, so it is read from ``regional_arn``,
+    the ARN of a resource the component creates in that region (known after create).
+    """
+    region = pulumi.Config("aws").get("region")
+    explicit_provider = opts is not None and (opts.provider or opts.providers)
+    if region and not explicit_provider:
+        return powertools_layer_arn(
+            region, architecture, runtime, version, partition_of_region(region)
+        )
+
+    def from_arn(arn: str) -> str:
+        arn_region, partition = region_and_partition_of(arn)
+        return powertools_layer_arn(arn_region, architecture, runtime, version, partition)
+
+    return regional_arn.apply(from_arn)

@@ -29,6 +29,9 @@ class QueuePairSpec:
     message_retention_seconds: int
     dlq_message_retention_seconds: int
     max_receive_count: int
+    high_throughput: bool = False
+    """FIFO only: per-message-group deduplication and throughput limit, on both queues (a
+    burst of quarantines from a high-throughput source must not throttle on its DLQ)."""
     kms_master_key_id: pulumi.Input[str] | None = None
     tags: Mapping[str, str] | None = None
 
@@ -49,12 +52,28 @@ def redrive_policy(dlq_arn: str, max_receive_count: int) -> str:
     return json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
 
 
+def tls_only_policy(
+    resource_name: str, queue: aws.sqs.Queue, *, parent: pulumi.Resource
+) -> aws.sqs.QueuePolicy:
+    """The queue's policy: deny every request made without TLS (aws:SecureTransport false)."""
+    return aws.sqs.QueuePolicy(
+        resource_name,
+        queue_url=queue.url,
+        policy=pulumi.Output.json_dumps(iam.deny_insecure_transport("sqs", queue.arn)),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 def create_queue_pair(
     resource_name: str, spec: QueuePairSpec, *, parent: pulumi.Resource
 ) -> QueuePair:
     opts = pulumi.ResourceOptions(parent=parent)
     tags = dict(spec.tags or {})
     kms = spec.kms_master_key_id
+    # High-throughput FIFO = both settings together (AWS's definition of the mode).
+    high_throughput = spec.fifo and spec.high_throughput
+    dedup_scope = "messageGroup" if high_throughput else None
+    throughput_limit = "perMessageGroupId" if high_throughput else None
     dlq = aws.sqs.Queue(
         f"{resource_name}-dlq",
         name=physical_queue_name(f"{spec.queue_name}-dlq", spec.fifo),
@@ -64,6 +83,8 @@ def create_queue_pair(
         tags=tags,
         opts=opts,
         fifo_queue=True if spec.fifo else None,
+        deduplication_scope=dedup_scope,
+        fifo_throughput_limit=throughput_limit,
         # SSE always: SQS-managed keys unless a KMS key is given.
         sqs_managed_sse_enabled=True if kms is None else None,
         kms_master_key_id=kms,
@@ -81,6 +102,8 @@ def create_queue_pair(
         tags=tags,
         opts=opts,
         fifo_queue=True if spec.fifo else None,
+        deduplication_scope=dedup_scope,
+        fifo_throughput_limit=throughput_limit,
         # SSE always: SQS-managed keys unless a KMS key is given.
         sqs_managed_sse_enabled=True if kms is None else None,
         kms_master_key_id=kms,
@@ -95,12 +118,7 @@ def create_queue_pair(
         opts=opts,
     )
     policies = [
-        aws.sqs.QueuePolicy(
-            f"{logical}-tls-only",
-            queue_url=q.url,
-            policy=pulumi.Output.json_dumps(iam.deny_insecure_transport("sqs", q.arn)),
-            opts=opts,
-        )
+        tls_only_policy(f"{logical}-tls-only", q, parent=parent)
         for logical, q in ((resource_name, queue), (f"{resource_name}-dlq", dlq))
     ]
     return QueuePair(queue=queue, dlq=dlq, redrive_allow=redrive_allow, policies=policies)

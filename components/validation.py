@@ -56,6 +56,7 @@ RESERVED_ENV_KEYS = frozenset(
         env.POWERTOOLS_SERVICE_NAME,
         env.POWERTOOLS_LOG_LEVEL,
         env.POWERTOOLS_METRICS_NAMESPACE,
+        env.POWERTOOLS_TRACE_DISABLED,
     }
 )
 # Lambda reserves these itself; setting them fails at deploy time.
@@ -180,6 +181,12 @@ def _validate_queues(args: IdempotentQueueConsumerArgs) -> int:
         raise fail(
             "content_based_deduplication",
             args.content_based_deduplication,
+            "applies to FIFO queues only; set fifo=True or leave it False",
+        )
+    if args.high_throughput_fifo and not args.fifo:
+        raise fail(
+            "high_throughput_fifo",
+            args.high_throughput_fifo,
             "applies to FIFO queues only; set fifo=True or leave it False",
         )
     check_range(
@@ -377,15 +384,20 @@ def _validate_business_and_topics(args: IdempotentQueueConsumerArgs) -> None:
         )
 
 
-def _validate_alarms(args: IdempotentQueueConsumerArgs) -> None:
-    check_emails("alarm_emails", args.alarm_emails)
-    if args.alarm_emails and args.alarm_topic_arn is not None:
+def check_alarm_target(emails: Any, alarm_topic_arn: object) -> None:
+    """Emails subscribe to the alarm topic a component creates, so they exclude a given one."""
+    check_emails("alarm_emails", emails)
+    if emails and alarm_topic_arn is not None:
         raise fail(
             "alarm_emails",
-            list(args.alarm_emails),
-            "subscribes to the topic the component creates; with alarm_topic_arn given, "
-            "subscribe on that topic instead",
+            list(emails),
+            "subscribes to the alarm topic the component creates; with alarm_topic_arn "
+            "given, subscribe on that topic instead",
         )
+
+
+def _validate_alarms(args: IdempotentQueueConsumerArgs) -> None:
+    check_alarm_target(args.alarm_emails, args.alarm_topic_arn)
     if args.age_alarm_threshold_seconds is not None:
         check_range(
             "age_alarm_threshold_seconds",

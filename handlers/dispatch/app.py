@@ -20,6 +20,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
+from handlers.runtime.clients import environment_key
 from handlers.runtime.env import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 
 from . import env
@@ -45,15 +46,7 @@ def _client(service: str, settings: Settings) -> Any:
     invocations (building one parses botocore's service model: ~0.3 s) and rebuilt when the
     environment changes (functions share a process in the emulator demo)."""
     pool = settings.send_concurrency + settings.segment_concurrency + 4
-    e = os.environ
-    key = (
-        service,
-        pool,
-        e.get("AWS_REGION") or e.get("AWS_DEFAULT_REGION"),
-        e.get("AWS_ENDPOINT_URL"),
-        e.get(f"AWS_ENDPOINT_URL_{service.upper()}"),
-        e.get("AWS_ACCESS_KEY_ID"),
-    )
+    key = (service, pool, *environment_key(service))
     with _clients_lock:
         client = _clients.get(key)
         if client is None:

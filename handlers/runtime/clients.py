@@ -47,16 +47,21 @@ _cache: dict[tuple[str | None, ...], AwsClients] = {}
 _lock = threading.Lock()
 
 
-def _env_key() -> tuple[str | None, ...]:
+def environment_key(*services: str) -> tuple[str | None, ...]:
+    """The environment that shapes clients of ``services``: region, endpoints (global and
+    per service), credentials. A cache keyed by it rebuilds clients when any of them changes
+    (several functions share one process in the embedded emulator demo)."""
     e = os.environ
     return (
         e.get("AWS_REGION") or e.get("AWS_DEFAULT_REGION"),
         e.get("AWS_ENDPOINT_URL"),
-        e.get("AWS_ENDPOINT_URL_DYNAMODB"),
-        e.get("AWS_ENDPOINT_URL_SNS"),
-        e.get("AWS_ENDPOINT_URL_SQS"),
+        *(e.get(f"AWS_ENDPOINT_URL_{service.upper()}") for service in services),
         e.get("AWS_ACCESS_KEY_ID"),
     )
+
+
+def _env_key() -> tuple[str | None, ...]:
+    return environment_key("dynamodb", "sns", "sqs")
 
 
 def clients_from_env() -> AwsClients:

@@ -263,11 +263,12 @@ class Consumer:
         try:
             message = json.loads(body, parse_float=Decimal)
         except json.JSONDecodeError as exc:
+            # The decoder's message and position never quote the body itself.
             where = f" ({exc.msg} at position {exc.pos})"
             raise PoisonMessage(PoisonKind.NOT_JSON, f"body is not JSON{where}") from None
         except ValueError:
-            where = ""
-            raise PoisonMessage(PoisonKind.NOT_JSON, f"body is not JSON{where}") from None
+            # e.g. an integer literal above Python's int-string conversion limit.
+            raise PoisonMessage(PoisonKind.NOT_JSON, "body is not JSON") from None
         event_id = self.event_id.extract(raw, message)
         tenant = None
         if settings.tenant_layout:

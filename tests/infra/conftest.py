@@ -108,6 +108,12 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
         self.registered: list[Registered] = []
+        self.component_outputs: dict[str, dict[str, Any]] = {}
+        """URN -> what a component passed to ``register_outputs``."""
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        self.component_outputs[request.urn] = _plain(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
@@ -137,6 +143,8 @@ class Run:
 
     registered: list[Registered]
     values: dict[str, Any]
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """URN -> outputs a component registered (``register_outputs``)."""
 
     def of_type(self, typ: str) -> list[Registered]:
         return [r for r in self.registered if r.type == typ]
@@ -189,7 +197,7 @@ class PulumiHarness:
             _sync_await(run_pulumi_func(body))
 
         contextvars.Context().run(execute)
-        return Run(monitor.registered, values)
+        return Run(monitor.registered, values, monitor.component_outputs)
 
 
 @pytest.fixture

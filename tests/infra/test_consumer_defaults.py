@@ -7,7 +7,7 @@ import pytest
 from handlers.runtime import env
 from policy import limits
 
-from .conftest import ACCOUNT, REGION, UNKNOWN, ConsumerRunner, Run
+from .conftest import ACCOUNT, OUTPUT_NAMES, REGION, UNKNOWN, ConsumerRunner, Run
 
 pytestmark = pytest.mark.infra
 
@@ -251,6 +251,14 @@ def test_outputs_resolve_to_the_created_resources(default_run: Run) -> None:
     assert sorted(v["alarm_names"]) == sorted(alarm_names)
     assert len(alarm_names) == 4
     assert v["alarm_topic_arn"] == f"arn:aws:sns:{REGION}:{ACCOUNT}:orders-test-alarms"
+
+
+def test_every_output_is_registered_on_the_component(default_run: Run) -> None:
+    component = default_run.one("idempotent-messaging:components:IdempotentQueueConsumer")
+    registered = default_run.component_outputs[component.urn]
+    assert set(registered) <= set(OUTPUT_NAMES)
+    for output in OUTPUT_NAMES:
+        assert registered.get(output) == default_run.values[output], output
 
 
 def test_preview_builds_with_unknown_arns_and_known_settings(run_consumer: ConsumerRunner) -> None:

@@ -40,6 +40,21 @@ def test_fifo_makes_both_queues_fifo_with_fifo_names(run_consumer: ConsumerRunne
     assert run.values["queue_name"] == "orders-test.fifo"
 
 
+def test_high_throughput_fifo_scopes_dedup_and_throughput_per_group_on_both_queues(
+    run_consumer: ConsumerRunner,
+) -> None:
+    plain = run_consumer(fifo=True)
+    for name in ("orders-queue", "orders-queue-dlq"):
+        queue = plain.one("aws:sqs/queue:Queue", name)
+        assert "deduplicationScope" not in queue.inputs  # AWS default: per queue, 300 calls/s
+        assert "fifoThroughputLimit" not in queue.inputs
+    fast = run_consumer(fifo=True, high_throughput_fifo=True)
+    for name in ("orders-queue", "orders-queue-dlq"):
+        queue = fast.one("aws:sqs/queue:Queue", name)
+        assert queue.inputs["deduplicationScope"] == "messageGroup"
+        assert queue.inputs["fifoThroughputLimit"] == "perMessageGroupId"
+
+
 def test_fifo_accepts_its_maximum_batch_of_ten_without_a_window(
     run_consumer: ConsumerRunner,
 ) -> None:

@@ -71,6 +71,16 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"content_based_deduplication": True},
         ("content_based_deduplication=True", "FIFO"),
     ),
+    (
+        "high-throughput-standard",
+        {"high_throughput_fifo": True},
+        ("high_throughput_fifo=True", "FIFO queues only"),
+    ),
+    (
+        "env-trace-flag-reserved",
+        {"environment": {"POWERTOOLS_TRACE_DISABLED": "false"}},
+        ("environment='POWERTOOLS_TRACE_DISABLED'", "may not be overridden"),
+    ),
     ("batch-zero", {"batch_size": 0}, ("batch_size=0",)),
     (
         "batch-over-10-no-window",
@@ -200,6 +210,15 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         "business-key-type",
         {"business_table": BusinessTableArgs(name="records", hash_key="id", hash_key_type="X")},
         ("business_table.hash_key_type='X'",),
+    ),
+    (
+        "business-range-key-type",
+        {
+            "business_table": BusinessTableArgs(
+                name="records", hash_key="id", range_key="at", range_key_type="BOOL"
+            )
+        },
+        ("business_table.range_key_type='BOOL'",),
     ),
     (
         "business-range-equals-hash",

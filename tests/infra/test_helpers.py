@@ -147,3 +147,41 @@ def test_an_alarm_without_actions_is_refused(pulumi_harness: PulumiHarness) -> N
 
     with pytest.raises(ValueError, match="notifies nobody"):
         pulumi_harness.run(program)
+
+
+def test_alarm_topic_key_names_the_account_root_of_its_partition(
+    pulumi_harness: PulumiHarness,
+) -> None:
+    def program() -> None:
+        alarms.create_alarm_topic(
+            "alarms",
+            topic_name="cn-alarms",
+            account_id="111122223333",
+            partition="aws-cn",
+            emails=["ops@example.com"],
+            parent=None,
+        )
+
+    run = pulumi_harness.run(program)
+    key = run.one("aws:kms/key:Key", "alarms-key")
+    statements = {s["Sid"]: s for s in key.json("policy")["Statement"]}
+    assert statements["AccountAdministersKey"]["Principal"] == {
+        "AWS": "arn:aws-cn:iam::111122223333:root"
+    }
+    assert statements["CloudWatchPublishesAlarms"]["Principal"] == {
+        "Service": "cloudwatch.amazonaws.com"
+    }
+    topic = run.one("aws:sns/topic:Topic", "alarms")
+    assert topic.parent.endswith("pulumi:pulumi:Stack::idempotent-messaging-test")
+    (subscription,) = run.of_type("aws:sns/topicSubscription:TopicSubscription")
+    assert subscription.inputs["endpoint"] == "ops@example.com"
+
+
+def test_a_stack_alarm_topic_refuses_a_malformed_address_before_any_resource(
+    pulumi_harness: PulumiHarness,
+) -> None:
+    def program() -> None:
+        alarms.create_stack_alarm_topic("alarms", topic_name="t", emails=["not-an-address"])
+
+    with pytest.raises(ValueError, match="alarm_emails='not-an-address'"):
+        pulumi_harness.run(program)

@@ -25,6 +25,7 @@ FANOUT_OUTPUTS = (
     "dispatcher_name",
     "dispatcher_arn",
     "control_queue_url",
+    "control_dlq_url",
     "runs_table_name",
     "billing_accounts_table_name",
     "work_queue_url",
@@ -245,6 +246,9 @@ def test_the_work_queue_is_a_fifo_consumer_child_with_fifo_dlq_tenant_claims_and
     assert queue.inputs["fifoQueue"] is True and dlq.inputs["fifoQueue"] is True
     assert queue.inputs["name"].endswith(".fifo") and dlq.inputs["name"].endswith(".fifo")
     assert queue.inputs["contentBasedDeduplication"] is False
+    for q in (queue, dlq):  # high-throughput FIFO by default: no 3,000 msg/s per-queue cap
+        assert q.inputs["deduplicationScope"] == "messageGroup"
+        assert q.inputs["fifoThroughputLimit"] == "perMessageGroupId"
     assert queue.json("redrivePolicy") == {
         "deadLetterTargetArn": dlq.outputs["arn"],
         "maxReceiveCount": 5,
@@ -295,6 +299,19 @@ def test_outputs_resolve_to_the_schedule_dispatcher_work_queue_and_consumer(
     assert values["consumer_function_name"] == "monthly-charge-test-charges-consumer"
     assert values["runs_table_name"] == "monthly-charge-test-runs"
     assert len(values["alarm_names"]) == 4  # schedule DLQ, control DLQ, errors, throttles
+
+
+def test_every_output_is_registered_with_the_consumers_under_a_prefix(default_run: Run) -> None:
+    fanout = default_run.one(TYPE_TOKEN)
+    consumer = default_run.one(CONSUMER_TOKEN)
+    registered = default_run.component_outputs[fanout.urn]
+    child = default_run.component_outputs[consumer.urn]
+    assert set(registered) <= set(FANOUT_OUTPUTS) | {f"consumer_{k}" for k in child}
+    for output in FANOUT_OUTPUTS:  # (a None value, e.g. a mock's schedule ARN, is not sent)
+        assert registered.get(output) == default_run.values[output], output
+    for key, value in child.items():
+        assert registered[f"consumer_{key}"] == value, key
+    assert registered["consumer_function_name"] == default_run.values["consumer_function_name"]
 
 
 def test_preview_builds_with_unknown_arns(run_fanout: FanoutRunner) -> None:
@@ -380,7 +397,19 @@ def test_existing_tables_are_used_and_the_grants_scoped_to_them(run_fanout: Fano
         ({"async_retry_attempts": 3}, "async_retry_attempts=3"),
         ({"physical_name": "x" * 33}, "physical_name="),
         ({"log_retention_days": 2}, "log_retention_days=2"),
+        ({"log_level": "LOUD"}, "log_level='LOUD'"),
+        ({"dispatcher_memory_size_mb": 64}, "dispatcher_memory_size_mb=64"),
+        ({"scan_page_size": 0}, "scan_page_size=0"),
+        ({"send_concurrency": 257}, "send_concurrency=257"),
+        ({"reserved_concurrency": 1}, "reserved_concurrency=1"),
         ({"alarm_emails": "ops@example.com"}, "alarm_emails="),
+        (
+            {
+                "alarm_emails": ["ops@example.com"],
+                "alarm_topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:alarms",
+            },
+            "with alarm_topic_arn given, subscribe on that topic instead",
+        ),
     ],
 )
 def test_invalid_args_are_refused_before_any_resource_exists(
@@ -410,3 +439,24 @@ def test_the_functions_environments_satisfy_the_handlers_own_settings(default_ru
     runtime_settings = RuntimeSettings.from_env(consumer_env["variables"])
     CHARGES.check(runtime_settings)  # raises ConfigurationError when the wiring is wrong
     assert runtime_settings.tenant_layout and runtime_settings.source_fifo
+
+
+def test_the_work_queue_may_opt_out_of_high_throughput_fifo(run_fanout: FanoutRunner) -> None:
+    run = run_fanout(work_queue_high_throughput=False)
+    queue = run.one("aws:sqs/queue:Queue", "monthly-charge-charges-queue")
+    assert queue.inputs["fifoQueue"] is True
+    assert "deduplicationScope" not in queue.inputs and "fifoThroughputLimit" not in queue.inputs
+
+
+def test_a_given_alarm_topic_receives_every_alarm_and_no_topic_is_created(
+    run_fanout: FanoutRunner,
+) -> None:
+    shared = f"arn:aws:sns:{REGION}:{ACCOUNT}:stack-alarms"
+    run = run_fanout(alarm_topic_arn=shared)
+    topics = {r.name for r in run.of_type("aws:sns/topic:Topic")}
+    assert topics == {"monthly-charge-charges-notifications"}  # no alarm topic of its own
+    alarms = run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    # schedule DLQ, control DLQ, dispatcher errors/throttles + the consumer child's four
+    assert len(alarms) == 8
+    for alarm in alarms:
+        assert alarm.inputs["alarmActions"] == [shared] == alarm.inputs["okActions"], alarm.name

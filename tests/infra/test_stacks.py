@@ -27,6 +27,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "prod")
 ESM = "aws:lambda/eventSourceMapping:EventSourceMapping"
 QUEUE = "aws:sqs/queue:Queue"
+STACK = "pulumi:pulumi:Stack"
 
 
 RUNS = [(stack, preview) for stack in STACKS for preview in (False, True)]
@@ -154,6 +155,27 @@ def test_no_wildcard_iam_action(stack_run: ProgramRun) -> None:
             assert not [a for a in actions if "*" in a], statement
 
 
+def test_one_encrypted_alarm_topic_receives_every_alarm_of_the_stack(
+    stack_run: ProgramRun,
+) -> None:
+    topics = [r for r in stack_run.resources if r.type == "aws:sns/topic:Topic"]
+    (alarm_topic,) = [t for t in topics if t.inputs["name"].endswith("-alarms")]
+    assert alarm_topic.inputs["name"] == f"idempotent-messaging-{stack_run.stack}-alarms"
+    assert alarm_topic.parent == next(r.urn for r in stack_run.resources if r.type == STACK)
+    key = linked(stack_run, alarm_topic, "kmsMasterKeyId")
+    assert key.type == "aws:kms/key:Key"
+    alarms = [r for r in stack_run.resources if r.type == "aws:cloudwatch/metricAlarm:MetricAlarm"]
+    assert len(alarms) >= 12  # orders 4, monthly-charge 4, its charge consumer 4
+    for alarm in alarms:
+        for prop in ("alarmActions", "okActions"):
+            assert linked(stack_run, alarm, prop).urn == alarm_topic.urn, (alarm.name, prop)
+    if not stack_run.preview:
+        arn = alarm_topic.outputs["arn"]
+        assert stack_run.stack_outputs["alarm_topic_arn"] == arn
+        assert stack_run.stack_outputs["orders_alarm_topic_arn"] == arn
+        assert stack_run.stack_outputs["monthly_charge_consumer_alarm_topic_arn"] == arn
+
+
 def test_stage_files_configure_their_stage() -> None:
     dev = run_program(PROJECT_DIR, "dev")
     prod = run_program(PROJECT_DIR, "prod")
@@ -177,8 +199,8 @@ def test_stage_files_configure_their_stage() -> None:
         for r in prod.resources
         if r.type == "aws:sns/topicSubscription:TopicSubscription"
     ]
-    # every alarm topic of the stage (orders, monthly-charge and its consumer) pages on-call
-    assert emails and set(emails) == {"oncall@example.com"}
+    # one shared alarm topic: on-call confirms one subscription, not one per component
+    assert emails == ["oncall@example.com"]
     assert not [r for r in dev.resources if r.type == "aws:sns/topicSubscription:TopicSubscription"]
     assert fn_dev["name"] == "orders-dev-consumer" and fn_prod["name"] == "orders-prod-consumer"
 
@@ -242,3 +264,24 @@ def test_localstack_stack_points_every_used_service_at_the_emulator() -> None:
         assert config[f"aws:{flag}"] is True
     run = run_program(PROJECT_DIR, "localstack")
     assert any(r.type == ESM for r in run.resources)
+
+
+def test_monthly_charge_schedule_takes_cron_and_time_zone_from_stage_config(
+    stack_run: ProgramRun,
+) -> None:
+    (schedule,) = [r for r in stack_run.resources if r.type == "aws:scheduler/schedule:Schedule"]
+    assert schedule.name == "monthly-charge-schedule"
+    assert schedule.inputs["scheduleExpression"] == StageConfig().monthly_charge_cron
+    assert schedule.inputs["scheduleExpressionTimezone"] == StageConfig().monthly_charge_timezone
+    changed = run_program(
+        PROJECT_DIR,
+        stack_run.stack,
+        preview=stack_run.preview,
+        config_overrides={
+            "monthlyChargeCron": "cron(30 0 1 * ? *)",
+            "monthlyChargeTimezone": "Europe/Berlin",
+        },
+    )
+    (schedule,) = [r for r in changed.resources if r.type == "aws:scheduler/schedule:Schedule"]
+    assert schedule.inputs["scheduleExpression"] == "cron(30 0 1 * ? *)"
+    assert schedule.inputs["scheduleExpressionTimezone"] == "Europe/Berlin"

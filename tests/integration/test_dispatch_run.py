@@ -214,9 +214,10 @@ def test_failed_batch_entries_are_retried_alone_until_every_charge_is_enqueued_o
     world.dispatch(SCHEDULED_JUNE)
     keys = keys_of(world.take_work())
     assert Counter(keys) == Counter({f"t000:e{e:05d}:2026-06": 1 for e in range(50)})
-    # 5 first calls of 10 entries (3 dropped each), then retries carrying only the failed 3s.
-    assert sorted(failures.calls[:5]) == [10] * 5
-    assert sorted(failures.calls[5:]) == [3] * 5
+    # 5 first calls of 10 entries (3 dropped each) and 5 retries carrying only the failed 3s.
+    # Batches are sent in parallel, so a retry may overtake another batch's first call: the
+    # multiset is the claim, not the order.
+    assert sorted(failures.calls) == [3] * 5 + [10] * 5
     assert n(world.run_record("2026-06"), "items_enqueued") == 50
 
 

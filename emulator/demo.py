@@ -26,9 +26,10 @@ import sys
 import time
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from emulator.deploy import PROJECT_DIR, print_report
 from emulator.faults import FaultInjector, writes_item_with
@@ -44,13 +45,27 @@ from emulator.poller import BatchOutcome, Poller
 from emulator.registry import MappingConfig
 from emulator.scheduler import fire, scheduled_time_for_month
 from emulator.session import StackSession, start_session, state_path
+from handlers.dispatch import env as dispatch_env
+from handlers.dispatch.keys import idempotency_key as charge_key
 from handlers.runtime import env as runtime_env
+from handlers.runtime.observability import Outcome
 from ops import dlq as ops_dlq
+from ops.month import seed_billing_accounts
 from ops.outputs import Consumer, emulator_state_dir, find_consumers
 
 DEMO_MONTH = "2026-06"
 DEMO_ACCOUNTS = 12
 ORDERS = 10
+
+# What each per-record outcome of the runtime means, in the report's words.
+OUTCOME_MEANINGS: dict[Outcome, str] = {
+    Outcome.PROCESSED: "row written and notification published in one delivery",
+    Outcome.DUPLICATE_SKIPPED: "event already done: nothing written or published again",
+    Outcome.REPUBLISHED: "row committed before a crash; this redelivery published the notification",
+    Outcome.QUARANTINED: "poison: sent to the DLQ at once with its reason",
+    Outcome.RETRIED: "transaction conflict retried inside the invocation",
+    Outcome.FAILED: "transient failure reported in batchItemFailures; SQS redelivers it",
+}
 
 
 class Console:
@@ -72,6 +87,8 @@ class Console:
 class ConsumerReport:
     consumer: Consumer
     sent: int = 0
+    sent_parts: list[str] = field(default_factory=list)  # what the sent messages were
+    redriven: int = 0
     valid_events: set[str] = field(default_factory=set)
     poison: int = 0
     rows: int = 0
@@ -88,14 +105,53 @@ class ConsumerReport:
     notes: list[str] = field(default_factory=list)
 
 
+def check_invariants(report: ConsumerReport) -> list[tuple[str, bool, str]]:
+    """(invariant, holds?, the numbers behind it): one row per event, >= 1 notification per
+    event (when a subscriber observed the topic), nothing lost (queue empty, every event has
+    its row, every poison message in the DLQ with a reason)."""
+    events = report.valid_events
+    multi = {e: n for e, n in report.rows_per_event.items() if n > 1}
+    missing_rows = sorted(e for e in events if report.rows_per_event.get(e, 0) == 0)
+    checks = [
+        (
+            "one business row per event",
+            not multi and not missing_rows and report.rows == len(events),
+            f"{report.rows} rows for {len(events)} events"
+            + (f"; duplicated {sorted(multi)}" if multi else "")
+            + (f"; missing {missing_rows}" if missing_rows else ""),
+        )
+    ]
+    if report.observer is not None:
+        silent = sorted(e for e in events if report.notifications.get(e, 0) < 1)
+        checks.append(
+            (
+                ">= 1 notification per event",
+                not silent,
+                f"{sum(report.notifications[e] for e in events)} notifications"
+                + (f"; none for {silent}" if silent else ""),
+            )
+        )
+    with_reason = report.dlq_depth - report.dlq_reasons_missing
+    checks.append(
+        (
+            "nothing lost",
+            report.queue_left == 0
+            and not missing_rows
+            and with_reason == report.poison
+            and report.dlq_reasons_missing == 0,
+            f"every event has its row; {report.queue_left} left in the queue; "
+            f"{report.poison} poison sent, {with_reason} in the DLQ with a reason"
+            + (f", {report.dlq_reasons_missing} without" if report.dlq_reasons_missing else ""),
+        )
+    )
+    return checks
+
+
 class Demo:
-    def __init__(
-        self, stack: str, session: StackSession, console: Console, log_path: Path | None
-    ) -> None:
+    def __init__(self, stack: str, session: StackSession, console: Console) -> None:
         self.stack = stack
         self.session = session
         self.console = console
-        self.log_path = log_path
         self.sqs = session.client("sqs")
         self.sns = session.client("sns")
         self.ddb = session.client("dynamodb")
@@ -131,18 +187,19 @@ class Demo:
         batches = self.poller.drain(timeout_s=60)
         self.console.step(f"  drained {label}: {batches} batch(es)")
 
-    def send(self, report: ConsumerReport, bodies: list[str], **extra: Any) -> None:
+    def send(self, report: ConsumerReport, bodies: list[str], label: str) -> None:
         url = report.consumer.queue_url
         assert url
         for start in range(0, len(bodies), 10):
             entries = [
-                {"Id": str(i), "MessageBody": body, **extra}
+                {"Id": str(i), "MessageBody": body}
                 for i, body in enumerate(bodies[start : start + 10])
             ]
             response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
             if response.get("Failed"):
                 raise RuntimeError(f"send to {url} failed: {response['Failed']}")
         report.sent += len(bodies)
+        report.sent_parts.append(f"{len(bodies)} {label}")
 
     def _complete(self, consumer: Consumer) -> Consumer:
         """Fill what the outputs do not export from the deployed function: the mapping on
@@ -202,7 +259,11 @@ class Demo:
             "the first SNS publish will crash the process AFTER the DynamoDB commit"
         )
         crash = self.faults.crash_once("Publish", "PublishBatch")
-        self.send(report, [order(i) for i in range(1, ORDERS + 1)] + [order(1), order(1)])
+        self.send(
+            report,
+            [order(i) for i in range(1, ORDERS + 1)] + [order(1), order(1)],
+            f"orders ({ORDERS} events + 2 duplicate sends of evt-001)",
+        )
         report.valid_events.update(f"evt-{i:03d}" for i in range(1, ORDERS + 1))
         self.drain("orders with crash")
         if crash.fired != 1:
@@ -210,7 +271,7 @@ class Demo:
         self.faults.remove(crash)
 
         self.console.step("orders: producer re-sends evt-002 and evt-007 (new messageIds)")
-        self.send(report, [order(2), order(7)])
+        self.send(report, [order(2), order(7)], "producer re-sends")
         self.drain("re-sends")
 
         self.console.step(
@@ -221,7 +282,7 @@ class Demo:
             json.dumps({"order": {"order_id": "ord-900"}}),
             json.dumps({"event_id": "evt-901", "order": {"item": "pen"}}),
         ]
-        self.send(report, poison)
+        self.send(report, poison, "poison")
         report.poison += len(poison)
         self.drain("poison")
 
@@ -233,7 +294,7 @@ class Demo:
         throttle = self.faults.throttle(
             "TransactWriteItems", matcher=writes_item_with("order_id", f"ord-{stuck:03d}")
         )
-        self.send(report, [order(stuck)])
+        self.send(report, [order(stuck)], "order throttled until dead-lettered")
         report.valid_events.add(f"evt-{stuck:03d}")
         self.drain("throttled order")
         self.faults.remove(throttle)
@@ -259,6 +320,7 @@ class Demo:
         redrive = ops_dlq.redrive(self.sqs, dlq_url, queue_url, dedup_window="new-id")
         for note in redrive.notes:
             self.console.step(f"  ops redrive: {note}")
+        report.redriven += redrive.moved
         self.console.step(f"  ops redrive moved {redrive.moved} message(s) back to the queue")
         self.drain("after redrive (poison is quarantined again: its cause is not fixed)")
 
@@ -270,8 +332,9 @@ class Demo:
             return
         for schedule in schedules.values():
             dispatcher = self.session.registry.function(schedule.target_arn)
-            table = dispatcher.environment.get("BILLING_ACCOUNTS_TABLE")
-            consumer_name = self._consumer_fed_by(dispatcher.environment.get("WORK_QUEUE_URL"))
+            table = dispatcher.environment.get(dispatch_env.BILLING_ACCOUNTS_TABLE)
+            queue = dispatcher.environment.get(dispatch_env.WORK_QUEUE_URL)
+            consumer_name = self._consumer_fed_by(queue)
             if not table or consumer_name is None:
                 self.failures.append(
                     f"schedule {schedule.name}: cannot find its accounts table or work consumer"
@@ -279,19 +342,10 @@ class Demo:
                 continue
             report = self.report_for(consumer_name)
             report.row_key = report.notify_key = "idempotency_key"
-            for i in range(DEMO_ACCOUNTS):
-                tenant, employee = f"tenant-{i % 3 + 1}", f"emp-{i:03d}"
-                self.ddb.put_item(
-                    TableName=table,
-                    Item={
-                        "tenant_id": {"S": tenant},
-                        "employee_id": {"S": employee},
-                        "amount": {"N": str(1000 + i)},
-                        "currency": {"S": "JPY"},
-                        "active": {"BOOL": True},
-                    },
-                )
-                report.valid_events.add(f"{tenant}:{employee}:{DEMO_MONTH}")
+            for tenant, employee in seed_billing_accounts(
+                self.ddb, dispatcher.environment, DEMO_ACCOUNTS
+            ):
+                report.valid_events.add(charge_key(tenant, employee, DEMO_MONTH))
             when = scheduled_time_for_month(schedule, DEMO_MONTH)
             self.console.step(
                 f"monthly: {DEMO_ACCOUNTS} billing accounts; schedule {schedule.name} "
@@ -312,6 +366,7 @@ class Demo:
                 self.console.step(f"  fire {attempt}: {json.dumps(result.response, default=str)}")
             counts = queue_counts(self.sqs, report.consumer.queue_url or "")
             report.sent += counts["visible"]
+            report.sent_parts.append(f"{counts['visible']} charges enqueued by the two fires")
             self.console.step(
                 f"  {counts['visible']} charge(s) in the FIFO work queue; the charge consumer's "
                 "first SNS publish will crash the process after the commit"
@@ -337,6 +392,7 @@ class Demo:
             self.console.step(f"  re-run: {json.dumps(rerun.response, default=str)}")
             counts = queue_counts(self.sqs, report.consumer.queue_url or "")
             report.sent += counts["visible"]
+            report.sent_parts.append(f"{counts['visible']} re-enqueued by the manual re-run")
             self.drain(
                 "re-run: the consumer skips every charge already recorded (real SQS would "
                 "also drop the re-sends by FIFO deduplication within 5 minutes; moto forgets "
@@ -378,44 +434,6 @@ class Demo:
                 counts = queue_counts(self.sqs, c.queue_url)
                 report.queue_left = counts["visible"] + counts["in_flight"]
 
-    def check(self, report: ConsumerReport) -> list[tuple[str, bool, str]]:
-        events = report.valid_events
-        multi = {e: n for e, n in report.rows_per_event.items() if n > 1}
-        missing_rows = sorted(e for e in events if report.rows_per_event.get(e, 0) == 0)
-        checks = [
-            (
-                "one business row per event",
-                not multi and not missing_rows and report.rows == len(events),
-                f"{report.rows} rows for {len(events)} events"
-                + (f"; duplicated {sorted(multi)}" if multi else "")
-                + (f"; missing {missing_rows}" if missing_rows else ""),
-            )
-        ]
-        if report.observer is not None:
-            silent = sorted(e for e in events if report.notifications.get(e, 0) < 1)
-            checks.append(
-                (
-                    ">= 1 notification per event",
-                    not silent,
-                    f"{sum(report.notifications[e] for e in events)} notifications"
-                    + (f"; none for {silent}" if silent else ""),
-                )
-            )
-        with_reason = report.dlq_depth - report.dlq_reasons_missing
-        checks.append(
-            (
-                "nothing lost",
-                report.queue_left == 0
-                and not missing_rows
-                and with_reason == report.poison
-                and report.dlq_reasons_missing == 0,
-                f"every event has its row; {report.queue_left} left in the queue; "
-                f"{report.poison} poison sent, {with_reason} in the DLQ with a reason"
-                + (f", {report.dlq_reasons_missing} without" if report.dlq_reasons_missing else ""),
-            )
-        )
-        return checks
-
     def print_report(self) -> bool:
         out = self.console.line
         ok = not self.failures
@@ -423,46 +441,85 @@ class Demo:
         out("=" * 78)
         out(f"REPORT  stack={self.stack}  endpoint={self.session.endpoint_url}")
         out("=" * 78)
+        out("Each count is read back from the emulator or from the handlers' own log records;")
+        out("the text after a count says what it is.")
         for name, r in self.reports.items():
-            out(f"consumer {name}  (function {r.consumer.function_name})")
-            out(f"  messages sent          {r.sent}")
-            out(f"  business rows          {r.rows}")
+            c = r.consumer
+            table = c.extra.get("business_table_name", "?")
+            dlq = (c.dlq_url or "?").rsplit("/", 1)[-1]
+            out("")
+            out(f"consumer {name}  (function {c.function_name})")
+            row = self._row(out)
+            row("messages sent", r.sent, "; ".join(r.sent_parts))
+            if r.redriven:
+                row(
+                    "redriven from the DLQ",
+                    r.redriven,
+                    "moved back by ops redrive after the fix; the poison among them is "
+                    "quarantined again",
+                )
+            row("distinct events", len(r.valid_events), "valid event ids among the messages sent")
+            row(
+                "invocation errors",
+                self.invocation_errors.get(c.function_name or "", 0),
+                "invocations that crashed or timed out; SQS redelivered all of their records",
+            )
+            row("business rows", r.rows, f"rows in {table}")
             if r.observer is not None:
-                out(f"  notifications          {sum(r.notifications.values())}")
-            for outcome in (
-                "processed",
-                "duplicate_skipped",
-                "republished",
-                "quarantined",
-                "retried",
-                "failed",
-            ):
-                out(f"  {outcome:<22} {r.outcomes.get(outcome, 0)}")
-            out(f"  DLQ depth              {r.dlq_depth}")
+                row(
+                    "notifications",
+                    sum(r.notifications.values()),
+                    "SNS messages a subscriber received (the demo's observer queue)",
+                )
+            out("  per-record outcomes from the runtime's log (a redelivered record counts again):")
+            for outcome, meaning in OUTCOME_MEANINGS.items():
+                row(f"  {outcome}", r.outcomes.get(outcome, 0), meaning)
+            row(
+                "DLQ depth",
+                r.dlq_depth,
+                f"messages in {dlq} now" + (", by reason:" if r.dlq_reasons else ""),
+            )
             for reason, n in r.dlq_reasons.most_common():
                 out(f"    {n} x {reason}")
-            for label, passed, detail in self.check(r):
+            out("  invariants (the exit code is 1 if any fails):")
+            for label, passed, detail in check_invariants(r):
                 ok = ok and passed
                 out(f"  [{'PASS' if passed else 'FAIL'}] {label}: {detail}")
         verdicts = evaluate_alarms(
             self.session.registry, self.sqs, self.session.endpoint_url, self.invocation_errors
         )
-        out("alarms (current emulator values against each deployed alarm's threshold):")
+        firing = sum(v.in_alarm for v in verdicts)
+        out("")
+        out(
+            f"alarms: {firing} of {len(verdicts)} would be in ALARM. Each deployed alarm's "
+            "metric is read from the emulator now and compared with its threshold;"
+        )
+        out("moto keeps no metric history, so this is the state reached if the value persists:")
         for v in verdicts:
             state = "ALARM" if v.in_alarm else ("OK" if v.value is not None else "n/a")
-            shown = "-" if v.value is None else f"{v.value:g}"
+            shown = "-" if v.value is None else f"{v.value:.3g}"
             out(
                 f"  {state:<5} {v.alarm.name}: {v.alarm.metric_name} {shown} "
                 f"{v.alarm.comparison_operator} {v.alarm.threshold:g} ({v.basis})"
             )
+        out("")
         for failure in self.failures:
             out(f"[FAIL] {failure}")
         out(
             "note: failed records were made visible again at once (ChangeMessageVisibility 0) "
             "instead of after the queue's visibility timeout, to keep the demo short."
         )
-        out(f"RESULT: {'all invariants hold' if ok else 'INVARIANT VIOLATED'}")
+        elapsed = time.monotonic() - self.console.started
+        verdict = "all invariants hold" if ok else "INVARIANT VIOLATED"
+        out(f"RESULT: {verdict} ({len(self.reports)} consumers, {elapsed:.0f} s)")
         return ok
+
+    @staticmethod
+    def _row(out: Callable[[str], None]) -> Callable[[str, int, str], None]:
+        def row(label: str, count: int, meaning: str) -> None:
+            out(f"  {label:<24}{count:>5}  {meaning}")
+
+        return row
 
 
 def keep_running(demo: Demo, stack: str) -> None:
@@ -471,9 +528,15 @@ def keep_running(demo: Demo, stack: str) -> None:
     session.save(path)
     ep = session.endpoint_url
     region = session.region
+    # The interpreter running the demo has the ops CLI's dependencies (.venv on `make demo`).
+    python = sys.executable
     out = demo.console.line
     out("")
-    out(f"The emulator keeps running at {ep} (region {region}); its deploy is saved to {path}.")
+    out(f"The emulator keeps running at {ep} (region {region}).")
+    out(
+        f"Its deploy is saved to {path}: endpoint_url, region and the stack outputs "
+        "(queue URLs, table names) under 'outputs', for scripts of your own."
+    )
     out("The poller keeps processing the stack's queues. Try, with fake credentials:")
     out(
         "  export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing "
@@ -492,22 +555,31 @@ def keep_running(demo: Demo, stack: str) -> None:
         if table:
             out(f"  aws --endpoint-url {ep} dynamodb scan --table-name {table}")
     out(f"  aws --endpoint-url {ep} cloudwatch describe-alarms --query 'MetricAlarms[].AlarmName'")
-    out(f"  python -m ops consumers --emulator --stack {stack}")
+    out(f"  cd {PROJECT_DIR}")
+    out(f"  {python} -m ops consumers --emulator --stack {stack}")
     for name in demo.reports:
-        out(f"  python -m ops peek {name} --emulator --stack {stack}")
+        out(f"  {python} -m ops peek {name} --emulator --stack {stack}")
     if session.registry.schedules:
-        out(f"  python -m ops run-month --month 2026-07 --stack {stack} --target emulator --seed 5")
+        out(
+            f"  {python} -m ops run-month --month 2026-07 --stack {stack} "
+            "--target emulator --seed 5"
+        )
     out("Ctrl-C stops it.")
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, stop)  # `kill` stops it as cleanly as Ctrl-C
+    # Ctrl-C and `kill` both stop it cleanly. SIGINT is set explicitly because a process
+    # started in the background by a shell script inherits SIGINT as ignored.
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     try:
         while True:
-            if demo.poller.sqs_mappings():
-                for mapping in demo.poller.sqs_mappings():
+            for mapping in demo.poller.sqs_mappings():
+                try:
                     demo.poller.poll_once(mapping)
+                except Exception as exc:  # e.g. a queue someone deleted: report, keep serving
+                    demo.console.step(f"  poll of {mapping.function_name} failed: {exc}")
             time.sleep(1)
     except KeyboardInterrupt:
         out("stopping the emulator")
@@ -536,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
             for line in buffer.getvalue().splitlines():
                 console.line("           " + line)
             console.step(f"emulator at {session.endpoint_url}")
-            demo = Demo(args.stack, session, console, log_path)
+            demo = Demo(args.stack, session, console)
             demo.outcomes.install()
             try:
                 with demo.faults.installed():

@@ -32,7 +32,7 @@ from emulator.registry import (
     Registry,
     ScheduleConfig,
 )
-from emulator.server import EMULATOR_ACCOUNT_ID, Emulator
+from emulator.server import EMULATOR_ACCOUNT_ID, Emulator, queue_url_from_arn
 from policy.program import policy_document_from_args
 
 # Lambda's own create-time checks that moto does not make (the emulator keeps the mapping).
@@ -684,7 +684,7 @@ class EmulatorMocks(pulumi.runtime.Mocks):
     ) -> None:
         """The validation Lambda's CreateEventSourceMapping performs for an SQS source."""
         name = queue_arn.split(":")[5]
-        url = f"{self.emulator.endpoint_url}/{queue_arn.split(':')[4]}/{name}"
+        url = queue_url_from_arn(queue_arn, self.emulator.endpoint_url)
         attributes = self._client("sqs").get_queue_attributes(
             QueueUrl=url, AttributeNames=["VisibilityTimeout", "FifoQueue"]
         )["Attributes"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emulator.registry import AlarmConfig, Registry
+from ops.dlq import queue_depth
 
 _COMPARE = {
     "GreaterThanOrEqualToThreshold": operator.ge,
@@ -39,11 +40,12 @@ def scan_all(ddb: Any, table: str) -> list[dict[str, Any]]:
 
 
 def queue_counts(sqs: Any, url: str) -> dict[str, int]:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    """visible / in_flight / delayed message counts (ops.dlq.queue_depth, short names)."""
+    depth = queue_depth(sqs, url)
     return {
-        "visible": int(attributes.get("ApproximateNumberOfMessages", 0)),
-        "in_flight": int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
-        "delayed": int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+        "visible": depth.get("ApproximateNumberOfMessages", 0),
+        "in_flight": depth.get("ApproximateNumberOfMessagesNotVisible", 0),
+        "delayed": depth.get("ApproximateNumberOfMessagesDelayed", 0),
     }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from emulator.invoke import InvocationResult, invoke
 from emulator.registry import FunctionConfig, MappingConfig, Registry
+from emulator.server import queue_url_from_arn
 
 MAX_MESSAGES_PER_RECEIVE = 10  # SQS ReceiveMessage limit
 REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
@@ -42,14 +43,6 @@ class MappingStats:
     records_deleted: int = 0
     records_failed: int = 0
     last_error: str = ""
-
-
-def queue_url_from_arn(arn: str, endpoint_url: str) -> str:
-    """moto's queue URL for an ARN `arn:aws:sqs:<region>:<account>:<name>`."""
-    parts = arn.split(":")
-    if len(parts) != 6 or parts[2] != "sqs":
-        raise ValueError(f"not an SQS queue ARN: {arn!r}")
-    return f"{endpoint_url.rstrip('/')}/{parts[4]}/{parts[5]}"
 
 
 def _message_attributes(raw: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from emulator.invoke import InvocationResult, invoke
 from emulator.registry import Registry, ScheduleConfig
+from emulator.server import queue_url_from_arn
 
 _CRON = re.compile(r"^cron\((?P<fields>[^)]*)\)$")
 
@@ -126,7 +127,7 @@ def _send_to_destination(
         },
     }
     body = json.dumps(record, default=str)
-    url = f"{endpoint_url.rstrip('/')}/{parts[4]}/{parts[5]}"
+    url = queue_url_from_arn(arn, endpoint_url)
     extra = {"MessageGroupId": "async-failures"} if parts[5].endswith(".fifo") else {}
     if extra:
         extra["MessageDeduplicationId"] = result.request_id

@@ -14,7 +14,6 @@ import logging
 import os
 import urllib.request
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import boto3
@@ -61,21 +60,9 @@ class Emulator:
     _server: ThreadedMotoServer | None = field(repr=False, default=None)
     _saved_env: dict[str, str | None] = field(repr=False, default_factory=dict)
 
-    @property
-    def port(self) -> int:
-        return int(self.endpoint_url.rsplit(":", 1)[1])
-
     def client(self, service: str, **config: Any) -> Any:
         """A boto3 client bound to the emulator (fake credentials, the emulator's region)."""
-        return boto3.client(
-            service,
-            endpoint_url=self.endpoint_url,
-            region_name=self.region,
-            aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
-            config=Config(**config) if config else None,
-        )
+        return emulator_client(service, self.endpoint_url, self.region, **config)
 
     def reset(self) -> None:
         """Drop every resource in the emulator (moto's reset API)."""
@@ -97,13 +84,30 @@ class Emulator:
     def __enter__(self) -> Emulator:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def emulator_client(service: str, endpoint_url: str, region: str, **config: Any) -> Any:
+    """A boto3 client for `service` at `endpoint_url`, with the fake credentials: explicit
+    arguments, so it works whatever the process environment says (an attached session)."""
+    return boto3.client(
+        service,
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+        config=Config(**config) if config else None,
+    )
+
+
+def queue_url_from_arn(arn: str, endpoint_url: str) -> str:
+    """moto's queue URL for an ARN `arn:aws:sqs:<region>:<account>:<name>`."""
+    parts = arn.split(":")
+    if len(parts) != 6 or parts[2] != "sqs":
+        raise ValueError(f"not an SQS queue ARN: {arn!r}")
+    return f"{endpoint_url.rstrip('/')}/{parts[4]}/{parts[5]}"
 
 
 def emulator_environment(endpoint_url: str, region: str = DEFAULT_REGION) -> dict[str, str]:

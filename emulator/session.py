@@ -1,8 +1,16 @@
-"""A deployed stack in the emulator: started here, or attached to a kept one (KEEP=1).
+"""A deployed stack in the emulator: the Python API for scenarios of your own.
 
-`make demo KEEP=1` saves the deploy (function registry, mappings, schedules, alarms, outputs,
-endpoint) to .emulator/<stack>.json; another process (the ops CLI) attaches to it and can
-invoke the stack's functions in-process against the same emulator.
+    from emulator.session import start_session
+
+    with start_session("dev") as stack:          # fresh emulator + the dev stack deployed
+        sqs = stack.client("sqs")
+        sqs.send_message(QueueUrl=stack.outputs["orders_queue_url"], MessageBody=...)
+        stack.drain()                             # the stack's pollers run the real handlers
+        stack.client("dynamodb").scan(TableName=stack.outputs["orders_business_table_name"])
+
+`make demo KEEP=1` saves its deploy (endpoint, outputs, function registry, mappings,
+schedules, alarms) to .emulator/<stack>.json and keeps polling; `attach_session(stack)` gives
+another process the same API over that kept emulator (the ops CLI uses it).
 """
 
 from __future__ import annotations
@@ -14,9 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from emulator.deploy import PROJECT_DIR, DeployResult, deploy, stack_region
+from emulator.poller import Poller
 from emulator.registry import Registry
-from emulator.server import Emulator, emulator_environment, start_emulator
+from emulator.server import Emulator, emulator_client, start_emulator
 from ops.outputs import emulator_state_path
+
+# A drain that has not settled by then means a scenario that never settles: fail loudly.
+DEFAULT_DRAIN_TIMEOUT_S = 60.0
 
 
 def state_path(stack: str) -> Path:
@@ -37,40 +49,70 @@ def reachable(endpoint_url: str) -> bool:
 
 @dataclass
 class StackSession:
+    """A stack deployed in a running emulator: its outputs, clients and pollers."""
+
     registry: Registry
     endpoint_url: str
     emulator: Emulator | None = None  # set when this process owns the server
     deploy_result: DeployResult | None = None
+    _poller: Poller | None = None
 
     @property
     def region(self) -> str:
         return self.registry.region
 
-    def client(self, service: str) -> Any:
-        import boto3
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The stack outputs, as `pulumi stack output --json` gives them, holding the
+        emulator's real queue URLs, ARNs and table names."""
+        return self.registry.outputs
 
-        env = emulator_environment(self.endpoint_url, self.region)
-        return boto3.client(
-            service,
-            endpoint_url=self.endpoint_url,
-            region_name=self.region,
-            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-            aws_session_token=env["AWS_SESSION_TOKEN"],
-        )
+    def client(self, service: str, **config: Any) -> Any:
+        """A boto3 client bound to this emulator (fake credentials, the stack's region)."""
+        return emulator_client(service, self.endpoint_url, self.region, **config)
+
+    @property
+    def poller(self) -> Poller:
+        """The stack's event-source-mapping pollers (one Poller serves every mapping).
+
+        Failed records are made visible again at once instead of after the queue's
+        visibility timeout (190 s in dev), so that a scenario's retries take seconds; the
+        poller's own tests check the Lambda behaviour with this off.
+        """
+        if self._poller is None:
+            self._poller = Poller(
+                self.registry, self.endpoint_url, self.client("sqs"), release_failed=True
+            )
+        return self._poller
+
+    def drain(self, timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> int:
+        """Run every SQS mapping of the stack until its queue stays empty; returns the number
+        of batches the handlers processed. Raises TimeoutError past timeout_s."""
+        return self.poller.drain(timeout_s=timeout_s)
 
     def save(self, path: Path) -> None:
         self.registry.endpoint_url = self.endpoint_url
         self.registry.save(path)
 
     def close(self) -> None:
+        """Stop the emulator if this process started it (an attached one keeps running)."""
         if self.emulator is not None:
             self.emulator.stop()
             self.emulator = None
 
+    def __enter__(self) -> StackSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 def start_session(stack: str, project_dir: Path = PROJECT_DIR) -> StackSession:
-    """Start a fresh emulator in the stack's region and deploy the stack into it."""
+    """Start a fresh emulator in the stack's region and deploy the stack into it.
+
+    Every resource type the emulator cannot materialise is listed in
+    `session.registry.unsupported()` (the deploy report prints them as NOT MATERIALISED).
+    """
     region = stack_region(project_dir, stack, "ap-northeast-1")
     emulator = start_emulator(region)
     try:

@@ -177,7 +177,7 @@ def cmd_consumers(args: argparse.Namespace) -> int:
         print("no consumers in the stack outputs")
     for r in rows:
         kind = "FIFO" if r["fifo"] else "standard"
-        print(f"{r['name']}  ({kind}, function {r['function'] or '?'})")
+        print(f"{r['name']}  ({kind}, function {r['function'] or 'not in the outputs'})")
         for label in ("queue", "dlq"):
             print(
                 f"  {label:<5} {r[label + '_url']}  visible={r[label + '_visible']} "

@@ -53,10 +53,6 @@ class PeekedMessage:
     def dedup_id(self) -> str | None:
         return self.attributes.get("MessageDeduplicationId")
 
-    @property
-    def sent_at(self) -> float:
-        return int(self.attributes.get("SentTimestamp", "0")) / 1000
-
     def reasons(self) -> dict[str, str]:
         """Quarantine attributes first, then any other string attributes."""
         plain = {
@@ -95,17 +91,21 @@ def _receive(sqs: Any, url: str, count: int, hold_s: int) -> list[dict[str, Any]
     return list(response.get("Messages", []))
 
 
-def _release(sqs: Any, url: str, handles: list[str]) -> None:
-    """Make held messages visible again at once (visibility 0)."""
+def _set_visibility(sqs: Any, url: str, handles: list[str], seconds: int) -> None:
+    """Hide held messages for `seconds` more (0: visible again at once)."""
     for start in range(0, len(handles), RECEIVE_MAX):
         chunk = handles[start : start + RECEIVE_MAX]
         sqs.change_message_visibility_batch(
             QueueUrl=url,
             Entries=[
-                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": seconds}
                 for i, h in enumerate(chunk)
             ],
         )
+
+
+def _release(sqs: Any, url: str, handles: list[str]) -> None:
+    _set_visibility(sqs, url, handles, 0)
 
 
 @contextmanager
@@ -222,18 +222,6 @@ def _sent_at(message: dict[str, Any]) -> float:
     return int(message.get("Attributes", {}).get("SentTimestamp", "0")) / 1000
 
 
-def _hold(sqs: Any, url: str, messages: list[dict[str, Any]], seconds: int) -> None:
-    for start in range(0, len(messages), RECEIVE_MAX):
-        chunk = messages[start : start + RECEIVE_MAX]
-        sqs.change_message_visibility_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": seconds}
-                for i, m in enumerate(chunk)
-            ],
-        )
-
-
 def _send_entry(message: dict[str, Any], fifo: bool, dedup_id: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"Id": "0", "MessageBody": message["Body"]}
     attributes = {}
@@ -304,7 +292,12 @@ def manual_redrive(
                 wait = max((FIFO_DEDUP_WINDOW_S - a + 1 for a in ages), default=0)
                 if wait > 0:
                     # Keep the batch hidden while we wait, so no other reader takes it.
-                    _hold(sqs, dlq_url, batch, int(wait) + HOLD_VISIBILITY_S)
+                    _set_visibility(
+                        sqs,
+                        dlq_url,
+                        [m["ReceiptHandle"] for m in batch],
+                        int(wait) + HOLD_VISIBILITY_S,
+                    )
                     log(
                         f"waiting {wait:.0f} s: {sum(a < FIFO_DEDUP_WINDOW_S for a in ages)} "
                         "message(s) entered the DLQ inside the FIFO 5-minute deduplication "

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from handlers.dispatch import env as dispatch_env
 from ops.dlq import OpsError
 from ops.outputs import find_value
 
@@ -65,7 +66,6 @@ def run_month_emulator(
     then drain the work queue through the charge consumer with the emulator poller."""
     # Imported here: real-AWS use of the CLI needs neither moto nor the Pulumi runtime.
     from emulator.invoke import handler_output_to, invoke
-    from emulator.poller import Poller
     from emulator.session import attach_session, start_session
     from ops.outputs import emulator_state_dir
 
@@ -89,8 +89,8 @@ def run_month_emulator(
             )
         dispatcher = dispatchers[0]
         if seed:
-            seeded = seed_billing_accounts(session, dispatcher.environment, seed)
-            log(f"seeded {seeded} active billing accounts")
+            seeded = seed_billing_accounts(session.client("dynamodb"), dispatcher.environment, seed)
+            log(f"seeded {len(seeded)} active billing accounts")
         log_path = emulator_state_dir() / f"run-month-{stack}.log"
         # The handlers' log lines go to a file; stdout keeps the summary.
         with handler_output_to(log_path):
@@ -100,12 +100,9 @@ def run_month_emulator(
                 region=session.region,
                 endpoint_url=session.endpoint_url,
             )
-            # Failed records are released at once instead of after the visibility timeout,
-            # so the drain finishes in seconds (a deliberate difference from Lambda).
-            poller = Poller(
-                session.registry, session.endpoint_url, session.client("sqs"), release_failed=True
-            )
-            batches = poller.drain(timeout_s=120) if result.ok else 0
+            # The session's poller releases failed records at once instead of after the
+            # visibility timeout, so the drain finishes in seconds (a deliberate difference).
+            batches = session.drain(timeout_s=120) if result.ok else 0
         if not result.ok:
             raise OpsError(
                 f"dispatcher {dispatcher.name} failed: {result.error!r} (log {log_path})"
@@ -117,27 +114,32 @@ def run_month_emulator(
             "function": dispatcher.name,
             "response": result.response,
             "batches": batches,
-            "mappings": {m: vars(s) for m, s in poller.stats.items()},
+            "mappings": {m: vars(s) for m, s in session.poller.stats.items()},
         }
     finally:
         session.close()
 
 
-def seed_billing_accounts(session: Any, dispatcher_env: dict[str, str], count: int) -> int:
-    """Demo data for the dispatcher's billing_accounts table: `count` active employees."""
-    table = dispatcher_env.get("BILLING_ACCOUNTS_TABLE")
+def seed_billing_accounts(
+    ddb: Any, dispatcher_env: dict[str, str], count: int
+) -> list[tuple[str, str]]:
+    """Demo data for the dispatcher's billing_accounts table: `count` active employees,
+    spread over three tenants. Returns their (tenant_id, employee_id) keys."""
+    table = dispatcher_env.get(dispatch_env.BILLING_ACCOUNTS_TABLE)
     if not table:
-        raise OpsError("the dispatcher has no BILLING_ACCOUNTS_TABLE variable: cannot seed")
-    ddb = session.client("dynamodb")
-    for i in range(count):
+        raise OpsError(
+            f"the dispatcher has no {dispatch_env.BILLING_ACCOUNTS_TABLE} variable: cannot seed"
+        )
+    keys = [(f"tenant-{i % 3 + 1}", f"emp-{i:04d}") for i in range(count)]
+    for i, (tenant, employee) in enumerate(keys):
         ddb.put_item(
             TableName=table,
             Item={
-                "tenant_id": {"S": f"tenant-{i % 3 + 1}"},
-                "employee_id": {"S": f"emp-{i:04d}"},
+                "tenant_id": {"S": tenant},
+                "employee_id": {"S": employee},
                 "amount": {"N": str(1000 + i)},
                 "currency": {"S": "JPY"},
                 "active": {"BOOL": True},
             },
         )
-    return count
+    return keys

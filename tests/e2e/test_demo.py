@@ -9,13 +9,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
 
-from emulator.server import DEFAULT_REGION
+from emulator.demo import OUTCOME_MEANINGS, ConsumerReport, check_invariants
+from handlers.runtime.observability import Outcome
 from ops.cli import main as ops_main
+from ops.outputs import Consumer
 
 pytestmark = pytest.mark.e2e
 
@@ -30,6 +34,52 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 90) ->
             out, _ = proc.communicate()
             pytest.fail(f"the demo did not keep running (rc={proc.returncode}):\n{out}")
         time.sleep(0.3)
+
+
+def _visible(sqs: Any, url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def test_report_explains_every_outcome_the_runtime_logs() -> None:
+    assert set(OUTCOME_MEANINGS) == set(Outcome)
+
+
+def _report(**fields: Any) -> ConsumerReport:
+    report = ConsumerReport(Consumer(name="orders"), valid_events={"e1", "e2"}, poison=1)
+    report.rows, report.rows_per_event = 2, Counter({"e1": 1, "e2": 1})
+    report.dlq_depth = 1
+    for name, value in fields.items():
+        setattr(report, name, value)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("broken", "fails", "detail"),
+    [
+        ({}, set(), "2 rows for 2 events"),
+        (
+            {"rows": 3, "rows_per_event": Counter({"e1": 2, "e2": 1})},
+            {"one business row per event"},
+            "duplicated ['e1']",
+        ),
+        (
+            {"rows": 1, "rows_per_event": Counter({"e1": 1})},
+            {"one business row per event", "nothing lost"},
+            "missing ['e2']",
+        ),
+        ({"queue_left": 1}, {"nothing lost"}, "1 left in the queue"),
+        ({"dlq_depth": 1, "dlq_reasons_missing": 1}, {"nothing lost"}, "1 without"),
+    ],
+)
+def test_each_invariant_fails_on_the_numbers_that_break_it(
+    broken: dict[str, Any], fails: set[str], detail: str
+) -> None:
+    checks = check_invariants(_report(**broken))
+    assert {label for label, passed, _ in checks if not passed} == fails
+    assert any(detail in text for _, _, text in checks)
 
 
 def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
@@ -55,43 +105,66 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         orders = {c["name"]: c for c in json.loads(capsys.readouterr().out)}["orders"]
         assert (orders["name"], orders["dlq_visible"], orders["queue_visible"]) == ("orders", 3, 0)
 
-        # ... and its poller still processes new traffic.
+        # ... and its poller still processes an outside script's traffic, which knows only
+        # the state file: a new order sent twice and one poison message.
+        saved = json.loads(state.read_text())
         kwargs = {
-            "endpoint_url": endpoint,
-            "region_name": DEFAULT_REGION,
+            "endpoint_url": saved["endpoint_url"],
+            "region_name": saved["region"],
             "aws_access_key_id": "testing",
             "aws_secret_access_key": "testing",
         }
-        boto3.client("sqs", **kwargs).send_message(
-            QueueUrl=orders["queue_url"],
-            MessageBody=json.dumps({"event_id": "kept-1", "order": {"order_id": "kept-1"}}),
-        )
+        outside_sqs = boto3.client("sqs", **kwargs)
+        for body in (
+            json.dumps({"event_id": "kept-1", "order": {"order_id": "kept-1"}}),
+            json.dumps({"event_id": "kept-1", "order": {"order_id": "kept-1"}}),
+            "kept poison",
+        ):
+            outside_sqs.send_message(
+                QueueUrl=saved["outputs"]["orders_queue_url"], MessageBody=body
+            )
         # `make run-month TARGET=emulator` attaches to it; re-running the demo's month sends
         # every charge again and still leaves one ledger row per employee.
+        # --seed 14 writes the demo's 12 accounts again plus 2 new ones.
         args = ["run-month", "--month", "2026-06", "--stack", "dev", "--target", "emulator"]
-        assert ops_main(args) == 0
+        assert ops_main([*args, "--seed", "14"]) == 0
         rerun = capsys.readouterr().out
         assert f"attached to the kept emulator at {endpoint}" in rerun
-        assert '"enqueued": 12' in rerun
+        assert "seeded 14 active billing accounts" in rerun
+        assert '"enqueued": 14' in rerun
         ddb = boto3.client("dynamodb", **kwargs)
-        outputs = json.loads(state.read_text())["outputs"]
+        outputs = saved["outputs"]
         ledger = ddb.scan(TableName=outputs["monthly_charge_consumer_business_table_name"])
-        assert ledger["Count"] == 12
+        assert ledger["Count"] == 14
 
-        table = json.loads(state.read_text())["outputs"]["orders_business_table_name"]
-        key = {"order_id": {"S": "kept-1"}}
+        table = outputs["orders_business_table_name"]
+        dlq = outputs["orders_dlq_url"]
         deadline = time.monotonic() + 20
-        while "Item" not in ddb.get_item(TableName=table, Key=key):
-            assert time.monotonic() < deadline, "the kept poller did not process a new order"
+        while _visible(outside_sqs, dlq) < 4:  # the demo's 3 poison + the outside one
+            assert time.monotonic() < deadline, "the kept poller did not quarantine the poison"
             time.sleep(0.3)
+        rows = ddb.scan(TableName=table)["Items"]
+        assert [r["order_id"]["S"] for r in rows].count("kept-1") == 1
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # never leave an emulator behind, even when Ctrl-C did not stop it
+            proc.communicate()
+            raise
     assert proc.returncode == 0, out
+    assert "stopping the emulator" in out
     assert not state.exists()
     assert "RESULT: all invariants hold" in out
     assert "[FAIL]" not in out
     for expected in (
+        "messages sent              18  12 orders (10 events + 2 duplicate sends of evt-001); "
+        "2 producer re-sends; 3 poison; 1 order throttled until dead-lettered",
+        "redriven from the DLQ       4",
+        "invariants (the exit code is 1 if any fails):",
+        "alarms: 3 of 12 would be in ALARM",
+        f"{sys.executable} -m ops consumers --emulator --stack dev",
         "[PASS] one business row per event",
         "[PASS] >= 1 notification per event",
         "[PASS] nothing lost",
@@ -109,7 +182,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
     counts = {
         parts[0]: int(parts[1])
         for parts in (line.split() for line in orders_section.splitlines())
-        if len(parts) == 2 and parts[1].isdigit()
+        if len(parts) > 2 and parts[0] in OUTCOME_MEANINGS and parts[1].isdigit()
     }
     assert counts["republished"] >= 1
     assert counts["duplicate_skipped"] >= 4

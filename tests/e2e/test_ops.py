@@ -317,3 +317,29 @@ def test_real_stacks_are_read_through_pulumi_stack_output(
     assert calls.read_text().split() == [
         "stack", "output", "--json", "--show-secrets", "--stack", "staging"
     ]  # fmt: skip
+
+
+def test_purge_asks_for_the_queue_name_and_purges_only_when_it_is_typed(
+    mini: StackSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sqs = mini.client("sqs")
+    url = mini.registry.outputs["orders"]["dlq_url"]
+    _quarantine(sqs, url, 2)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    prompts: list[str] = []
+    answers = iter(["orders", url.rsplit("/", 1)[-1]])  # the consumer name is not enough
+
+    def answer(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(answers)
+
+    monkeypatch.setattr("builtins.input", answer)
+    assert main(_cli(mini, tmp_path, "purge", "orders")) == 1
+    assert "not confirmed: nothing purged" in capsys.readouterr().out
+    assert queue_counts(sqs, url)["visible"] == 2
+    assert main(_cli(mini, tmp_path, "purge", "orders")) == 0
+    assert queue_counts(sqs, url)["visible"] == 0
+    assert prompts[0].startswith("purge 2 visible message(s) from ")

@@ -13,7 +13,7 @@ help: ## Show the targets
 
 $(STAMP): requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install -qq --disable-pip-version-check -r requirements.lock
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install the locked dependencies

@@ -12,7 +12,9 @@ No Pulumi CLI, no cloud account. `--preview` makes computed outputs unknown, as 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -61,6 +63,9 @@ def check(
     for v in violations:
         v.file = _relative(v.file, root)
         v.component_file = _relative(v.component_file, root)
+    # The SDK registers independent resources concurrently, so the engine's order varies from
+    # run to run; reports in source order are stable (diffable in CI) and read top-down.
+    violations.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
     return run, violations
 
 
@@ -160,6 +165,20 @@ def to_sarif(run: ProgramRun, violations: list[Violation]) -> dict[str, Any]:
     }
 
 
+def _close_event_loops() -> None:
+    """Close the event loops the Pulumi SDK ran the program (and its sync invokes) on.
+
+    The SDK leaves one loop per thread it used open; at interpreter exit the garbage collector
+    meets them after their selectors are gone and prints "Exception ignored in
+    BaseEventLoop.__del__" tracebacks to stderr. Only called at process exit: in-process
+    callers (tests) keep using the SDK's loop for further runs.
+    """
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.BaseEventLoop) and not obj.is_running():
+            with contextlib.suppress(Exception):
+                obj.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m policy.check",
@@ -192,4 +211,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    _close_event_loops()
+    sys.exit(exit_code)

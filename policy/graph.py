@@ -10,6 +10,7 @@ outside the stack. A reference that names nothing in the stack becomes an `Exter
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +29,8 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 TABLE = "aws:dynamodb/table:Table"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
 TOPIC = "aws:sns/topic:Topic"
+
+_DLQ_NAME = re.compile(r"dlq|dead[-_]?letter", re.I)
 
 
 @dataclass
@@ -332,6 +335,15 @@ class Graph:
                 out.add(target.urn)
         return out
 
+    def named_like_dlq(self, q: Node) -> bool:
+        """A queue whose logical or physical name says it is a dead-letter queue.
+
+        Its source may live in another stack; such a queue, consumed by a replayer, needs no
+        DLQ of its own (only the has-DLQ rule uses this; the other DLQ rules need the source).
+        """
+        names = [q.name, self.queue_name(q) or ""]
+        return any(_DLQ_NAME.search(n) for n in names if n)
+
     # --- functions and mappings --------------------------------------------------------------
 
     def resolve_function(self, node: Node, prop: str) -> Node | ExternalRef | None:
@@ -403,7 +415,12 @@ class Graph:
         dims = metric.get("dimensions")
         qname = dims.get("QueueName") if isinstance(dims, dict) else None
         if isinstance(qname, str) and not is_unknown(qname):
-            return qname == self.queue_name(queue)
+            name = self.queue_name(queue)
+            if name is not None:
+                return qname == name
+            # The queue's name is unknown (a preview of a computed name): a literal dimension
+            # that names no other queue of the stack may well be this one; never guess "no".
+            return not any(self.queue_name(q) == qname for q in self.of_type(QUEUE))
         # The dimension value is unknown (or the whole map is): the dependency decides.
         return queue in self.dep_nodes(alarm, str(metric.get("prop")), (QUEUE,))
 
@@ -414,8 +431,9 @@ class Graph:
 
 
 def _allows_sources(doc: Any) -> bool:
+    """A redrive-allow policy that names source queues, or explicitly allows all of them."""
     if not isinstance(doc, dict):
         return False
     permission = doc.get("redrivePermission")
     sources = doc.get("sourceQueueArns")
-    return permission == "byQueue" and bool(sources)
+    return (permission == "byQueue" and bool(sources)) or permission == "allowAll"

@@ -48,7 +48,8 @@ config_overrides=None) -> ProgramRun``
     ``aws:region`` (or an explicit ``aws.Provider``'s region). Override points for
     subclasses: ``computed_outputs(typ, name, inputs, region)`` and ``invoke_result(args)``.
     Existing resources read with ``Resource.get`` keep their settings unknown (never AWS
-    defaults); a ``pulumi.StackReference`` has no outputs.
+    defaults); a ``pulumi.StackReference``'s outputs are unknown in a preview and absent
+    at ``up`` (``require_output`` then yields None instead of failing the program).
 ``RecordingMonitor``
     A ``MockMonitor`` subclass that records ``RegisterResource`` / ``ReadResource`` requests.
 
@@ -66,11 +67,13 @@ import json
 import os
 import runpy
 import sys
+import sysconfig
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 from urllib.parse import unquote, urlparse
 
 import pulumi
@@ -312,9 +315,11 @@ class AwsMocks(pulumi.runtime.Mocks):
             return "", {}
         outputs = dict(inputs)
         if args.typ == "pulumi:pulumi:StackReference":
+            # Another stack's outputs cannot be read offline: unknown in a preview (callbacks
+            # over them do not run, as for any computed value), absent at `up`.
             return str(inputs.get("name", args.name)), {
                 "name": inputs.get("name", args.name),
-                "outputs": {},
+                "outputs": UNKNOWN_STRING_SENTINEL if self.preview else {},
                 "secretOutputNames": [],
             }
         if args.resource_id and args.typ == "aws:sqs/queue:Queue" and "name" not in outputs:
@@ -641,6 +646,32 @@ class _HookedMocks(pulumi.runtime.Mocks):
         return self.base.call(args)
 
 
+def _local_module_names(program_dir: Path) -> set[str]:
+    """Top-level module names the program directory provides (`x.py`, packages `x/`)."""
+    names: set[str] = set()
+    for entry in program_dir.iterdir():
+        if entry.suffix == ".py" and entry.stem != "__main__":
+            names.add(entry.stem)
+        elif entry.is_dir() and entry.name.isidentifier() and any(entry.glob("*.py")):
+            names.add(entry.name)
+    return names
+
+
+_INSTALLED_ROOTS = tuple(
+    str(Path(p).resolve())
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]}
+)
+
+
+def _is_installed(module: Any) -> bool:
+    """A stdlib or site-packages module (never hidden: the SDK itself depends on them)."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return True  # builtins and namespace packages without a file
+    resolved = str(Path(file).resolve())
+    return "site-packages" in resolved or resolved.startswith(_INSTALLED_ROOTS)
+
+
 def run_program(
     project_dir: str | os.PathLike[str],
     stack: str,
@@ -671,15 +702,29 @@ def run_program(
         def program() -> None:
             runpy.run_path(str(project.main), run_name="__main__")
 
-        _sync_await(run_pulumi_func(program))
+        # Offline no stack reference has outputs: `require_output` must not fail the program
+        # for that (it yields None at `up` and an unknown in a preview), also in callbacks.
+        with mock.patch.object(
+            pulumi.StackReference, "require_output", pulumi.StackReference.get_output
+        ):
+            _sync_await(run_pulumi_func(program))
         root = pulumi.runtime.get_root_resource()
         exports = getattr(root, "outputs", None) or {}
         for key, value in exports.items():
             monitor.stack_outputs.setdefault(key, _resolve_outputs(value))
 
+    program_dir = str(project.main.parent)
+    # The program's own modules (a `policy.py`, a `components/` package) must win over equally
+    # named modules this process already imported (this pack is `policy`): hide those for the
+    # run, as a fresh `pulumi` language host would never have loaded them.
+    shadowed = _local_module_names(project.main.parent)
+    stashed = {
+        n: m for n, m in sys.modules.items() if n.split(".")[0] in shadowed and not _is_installed(m)
+    }
+    for n in stashed:
+        del sys.modules[n]
     modules_before = set(sys.modules)
     cwd, path0, argv = os.getcwd(), list(sys.path), list(sys.argv)
-    program_dir = str(project.main.parent)
     try:
         os.chdir(project.directory)
         sys.path.insert(0, program_dir)
@@ -704,5 +749,8 @@ def run_program(
                 "site-packages" not in module_file
             ):
                 del sys.modules[mod_name]
+        for mod_name in [n for n in sys.modules if n.split(".")[0] in stashed]:
+            del sys.modules[mod_name]
+        sys.modules.update(stashed)
     _link_components(monitor.recorded, project.directory)
     return ProgramRun(project, stack, preview, config, monitor.recorded, monitor.stack_outputs)

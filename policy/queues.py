@@ -123,7 +123,11 @@ def lambda_source_has_dlq(graph: Graph, config: Mapping[str, Any]) -> list[Findi
         if not (m.is_sqs and isinstance(queue, Node)) or queue.urn in seen:
             continue
         seen.add(queue.urn)
-        if queue.urn in graph.redrives or queue.urn in graph.declared_dlqs:
+        if (
+            queue.urn in graph.redrives
+            or queue.urn in graph.declared_dlqs
+            or graph.named_like_dlq(queue)
+        ):
             continue  # has a redrive policy, or is itself a DLQ (a DLQ needs no DLQ)
         findings.append(
             (
@@ -248,11 +252,37 @@ def _fires_at_one(alarm: Node) -> bool | None:
     return False
 
 
-def _has_actions(alarm: Node) -> bool:
+def _actions_problem(alarm: Node) -> str | None:
+    """Why the alarm notifies nobody, or None when it has an enabled action (or may have)."""
+    enabled = alarm.get("actionsEnabled")
+    if enabled is False or (isinstance(enabled, str) and enabled.lower() == "false"):
+        return "has its actions disabled (actions_enabled=False)"
     actions = alarm.get("alarmActions")
-    if is_unknown(actions):
-        return True
-    return isinstance(actions, list) and len(actions) > 0
+    if is_unknown(actions) or (isinstance(actions, list) and len(actions) > 0):
+        return None
+    return "has no alarm action"
+
+
+COMPOSITE_ALARM = "aws:cloudwatch/compositeAlarm:CompositeAlarm"
+
+
+def _composite_notifies(graph: Graph, alarm: Node) -> bool:
+    """A composite alarm with an enabled action whose rule names this alarm notifies for it."""
+    refs = {r for r in (alarm.get("name"), alarm.get("arn")) if isinstance(r, str) and r}
+    for composite in graph.of_type(COMPOSITE_ALARM):
+        if _actions_problem(composite) is not None:
+            continue
+        rule = composite.get("alarmRule")
+        if alarm in graph.dep_nodes(composite, "alarmRule", (alarm.type,)):
+            return True
+        named = [r for r in refs if not is_unknown(r)]
+        if (
+            isinstance(rule, str)
+            and not is_unknown(rule)
+            and any(f'"{r}"' in rule or f"({r})" in rule for r in named)
+        ):
+            return True
+    return False
 
 
 def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
@@ -284,8 +314,9 @@ def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
                         )
                     )
                     continue
-                if not _has_actions(alarm):
-                    watching.append((alarm, "has no alarm action"))
+                problem = _actions_problem(alarm)
+                if problem is not None and not _composite_notifies(graph, alarm):
+                    watching.append((alarm, problem))
                     continue
                 ok = True
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,20 @@ POLICY_PROPERTIES: dict[str, str] = {
     "aws:sns/topicPolicy:TopicPolicy": "policy",
     "aws:s3/bucketPolicy:BucketPolicy": "policy",
 }
+
+# Attaching one of these AWS managed policies grants wildcard actions ("*", "sqs:*", ...).
+POLICY_ATTACHMENTS = frozenset(
+    {
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "aws:iam/userPolicyAttachment:UserPolicyAttachment",
+        "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
+        "aws:iam/policyAttachment:PolicyAttachment",
+    }
+)
+WILDCARD_MANAGED_POLICY = re.compile(
+    r"^arn:[\w-]+:iam::aws:policy/(.*/)?(AdministratorAccess|PowerUserAccess|[\w-]*FullAccess)"
+    r"[\w-]*$"
+)
 
 
 def _truthy(value: Any) -> bool:
@@ -107,6 +122,12 @@ def iam_no_wildcard_actions(
     found: list[str] = []
     for doc in docs:
         found.extend(wildcard_actions(parse_json(doc), allowed))
+    arns = props.get("managedPolicyArns") if resource_type == "aws:iam/role:Role" else None
+    if resource_type in POLICY_ATTACHMENTS:
+        arns = [props.get("policyArn")]
+    for arn in arns if isinstance(arns, list) else []:
+        if isinstance(arn, str) and not is_unknown(arn) and WILDCARD_MANAGED_POLICY.search(arn):
+            found.append(f"{arn} (an AWS managed policy granting wildcard actions)")
     if not found:
         return []
     return [

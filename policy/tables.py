@@ -3,11 +3,14 @@
 How the pack recognises an idempotency (consumer state) table, so business tables never
 trigger the TTL rule -- any one of:
 1. a Lambda function's environment variable named in `limits.IDEMPOTENCY_TABLE_ENV_VARS`
-   (or matching `DEFAULT_ENV_VAR_PATTERN`, e.g. IDEMPOTENCY_TABLE_NAME, STATE_TABLE)
-   references the table: its value is the table's name or ARN (literal or an Output), or, when
-   the value is unknown during preview, the environment depends on exactly that table;
+   (or matching `DEFAULT_ENV_VAR_PATTERN` case-insensitively, e.g. IDEMPOTENCY_TABLE_NAME,
+   DEDUPE_TABLE, PROCESSED_MESSAGES_TABLE, STATE_TABLE) references the table: its value is
+   the table's name or ARN (literal or an Output), or, when values are unknown during a
+   preview, the environment depends on the table and every unknown value sits in such a
+   variable;
 2. the table carries the tag `limits.IDEMPOTENCY_TABLE_TAG_KEY` =
-   `limits.IDEMPOTENCY_TABLE_TAG_VALUE`;
+   `limits.IDEMPOTENCY_TABLE_TAG_VALUE`, or a purpose/role/usage/use/kind/type tag whose
+   value matches the name patterns (e.g. purpose=idempotency);
 3. its physical or logical name matches `DEFAULT_NAME_PATTERNS` (idempotency, processed
    events, dedup tables), all configurable.
 """
@@ -24,11 +27,25 @@ from policy.values import is_unknown
 
 Finding = tuple[str, str]
 
+# Matched case-insensitively against the whole variable name. The variable must also resolve to
+# a table of the stack, so a keyword anywhere in the name is enough: IDEMPOTENCY_TABLE_NAME,
+# DDB_IDEMPOTENCY_TABLE, IDEMPOTENCY_STORE_TABLE, DEDUPE_TABLE, PROCESSED_MESSAGES_TABLE,
+# SEEN_EVENTS_TABLE, CONSUMER_STATE_TABLE, idempotencyTable, STATE_TABLE. A generic TABLE_NAME
+# or ORDER_STATE_TABLE is not enough (business tables are named like that too).
 DEFAULT_ENV_VAR_PATTERN = (
-    r"^(POWERTOOLS_)?(IDEMPOTENCY|IDEMPOTENT|DEDUP|DEDUPLICATION|PROCESSED_EVENTS|STATE)"
-    r"(_STATE)?_TABLE(_NAME|_ARN)?$"
+    r"^(\w*(IDEMPOTEN|DEDUP|PROCESSED_?(EVENT|MESSAGE|RECORD|REQUEST)|SEEN_?(EVENT|MESSAGE)"
+    r"|CONSUMER_?STATE)\w*|(POWERTOOLS_?)?STATE_?TABLE(_?NAME|_?ARN)?)$"
 )
-DEFAULT_NAME_PATTERNS = (r"idempoten", r"processed[-_]?events?", r"dedup")
+DEFAULT_NAME_PATTERNS = (
+    r"idempoten",
+    r"processed[-_]?(events?|messages?|records?)",
+    r"seen[-_]?(events?|messages?)",
+    r"dedup",
+)
+
+# Tags that state what a table is for. Only these count: a project or component tag whose value
+# merely contains a keyword (project=idempotent-messaging) says nothing about the table.
+PURPOSE_TAG_KEYS = frozenset({"purpose", "role", "usage", "use", "kind", "type"})
 
 
 def _env_vars(fn: Node) -> dict[str, Any]:
@@ -39,7 +56,7 @@ def _env_vars(fn: Node) -> dict[str, Any]:
 def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str]:
     """Table URN -> why it is an idempotency table."""
     names = set(config.get("envVars", limits.IDEMPOTENCY_TABLE_ENV_VARS))
-    pattern = re.compile(str(config.get("envVarPattern", DEFAULT_ENV_VAR_PATTERN)))
+    pattern = re.compile(str(config.get("envVarPattern", DEFAULT_ENV_VAR_PATTERN)), re.I)
     tag_key = str(config.get("tagKey", limits.IDEMPOTENCY_TABLE_TAG_KEY))
     tag_value = str(config.get("tagValue", limits.IDEMPOTENCY_TABLE_TAG_VALUE))
     name_patterns = [re.compile(p, re.I) for p in config.get("namePatterns", DEFAULT_NAME_PATTERNS)]
@@ -53,26 +70,40 @@ def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str
             for t in [graph.table_for_ref(v)]
             if t is not None
         }
-        for var, value in env.items():
-            if var not in names and not pattern.match(var):
-                continue
-            table: Node | None = None
+        wanted = {var for var in env if var in names or pattern.match(var)}
+        unknown_wanted = [v for v in wanted if is_unknown(env[v])]
+        unknown_other = [v for v in env if v not in wanted and is_unknown(env[v])]
+        # During a preview a table's ARN (and id) is unknown; the environment's dependencies
+        # still name the tables. Those not matched by a known value are referenced by the
+        # unknown values: when every unknown value sits in a recognised variable, they are all
+        # idempotency tables; when some do not, which is which cannot be told -> skip.
+        unresolved = [
+            t for t in graph.dep_nodes(fn, "environment", (TABLE,)) if t.urn not in known_refs
+        ]
+        for var in sorted(wanted):
+            value = env[var]
+            tables: list[Node] = []
             if isinstance(value, str) and not is_unknown(value):
                 table = graph.table_for_ref(value)
-            elif is_unknown(value):
-                candidates = [
-                    t
-                    for t in graph.dep_nodes(fn, "environment", (TABLE,))
-                    if t.urn not in known_refs
-                ]
-                table = candidates[0] if len(candidates) == 1 else None
-            if table is not None:
+                tables = [table] if table is not None else []
+            elif is_unknown(value) and not unknown_other:
+                tables = unresolved if len(unresolved) <= len(unknown_wanted) else []
+            for table in tables:
                 found.setdefault(table.urn, f"function {fn.label} names it in {var}")
     for table in graph.of_type(TABLE):
         for tags_prop in ("tags", "tagsAll"):
             tags = table.get(tags_prop, default={})
-            if isinstance(tags, dict) and tags.get(tag_key) == tag_value:
+            if not isinstance(tags, dict):
+                continue
+            if tags.get(tag_key) == tag_value:
                 found.setdefault(table.urn, f"it is tagged {tag_key}={tag_value}")
+            for key, value in tags.items():  # e.g. purpose=idempotency, role=dedup
+                if (
+                    str(key).lower() in PURPOSE_TAG_KEYS
+                    and isinstance(value, str)
+                    and any(p.search(value) for p in name_patterns)
+                ):
+                    found.setdefault(table.urn, f"its tag {key}={value} marks it so")
         physical = table.get("name")
         for text in (table.name, physical if isinstance(physical, str) else ""):
             if text and not is_unknown(text) and any(p.search(text) for p in name_patterns):

@@ -304,18 +304,25 @@ class Graph:
         for rp in self.of_type(REDRIVE_POLICY):
             source = self.resolve(rp, "queueUrl", rp.get("queueUrl"), (QUEUE,))
             if not isinstance(source, Node):
-                r = self._parse_redrive(
-                    Node(rp.urn, QUEUE, rp.name, {}), rp, rp.get("redrivePolicy")
+                # A queue outside the stack: known by its URL (or ARN) at most, which still
+                # tells its name and so whether it is FIFO.
+                ref = source.ref if isinstance(source, ExternalRef) else None
+                external = Node(
+                    rp.urn,
+                    QUEUE,
+                    resource_name_from_ref(ref) if ref else rp.name,
+                    {"arn" if ref and ref.startswith("arn:") else "url": ref} if ref else {},
                 )
+                r = self._parse_redrive(external, rp, rp.get("redrivePolicy"))
                 if r is not None:
                     out.append(r)
         return out
 
     @cached_property
     def dlq_sources(self) -> dict[str, list[Redrive]]:
-        """DLQ URN (queues in the stack) -> the redrives that target it."""
+        """DLQ URN (queues in the stack) -> the redrives that target it (from any source)."""
         out: dict[str, list[Redrive]] = {}
-        for r in self.redrives.values():
+        for r in self.redrive_holders:
             if isinstance(r.dlq, Node):
                 out.setdefault(r.dlq.urn, []).append(r)
         return out

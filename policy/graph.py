@@ -29,6 +29,10 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 TABLE = "aws:dynamodb/table:Table"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
 TOPIC = "aws:sns/topic:Topic"
+ROLE = "aws:iam/role:Role"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+INVOKE_CONFIG = "aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"
+SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
 
 _DLQ_NAME = re.compile(r"dlq|dead[-_]?letter", re.I)
 
@@ -327,10 +331,125 @@ class Graph:
                 out.setdefault(r.dlq.urn, []).append(r)
         return out
 
+    def _queue_target(
+        self,
+        node: Node,
+        prop: str,
+        value: Any,
+        sibling: Any = None,
+        sibling_elsewhere: bool = False,
+    ) -> Node | None:
+        """The stack queue a nested ARN under `node.prop` names (None: not a queue of the stack).
+
+        A known value decides (an ARN of another service, e.g. an SNS topic, names no queue).
+        An unknown one goes by the property dependencies, which are per top-level property: a
+        `sibling` ARN under the same property (a schedule's target, an on-success destination)
+        may be the queue instead. A known sibling is dropped from the candidates; an unknown one
+        leaves the link undecided unless `sibling_elsewhere` and another resource the sibling
+        can name (not a role or stack reference) is among the dependencies.
+        """
+        candidates = self.dep_nodes(node, prop, (QUEUE,))
+        if isinstance(value, str) and not is_unknown(value):
+            if value.startswith("arn:") and value.split(":")[2:3] != ["sqs"]:
+                return None
+            by_value = [c for c in candidates if value in (c.get("arn"), c.get("url"))]
+            return by_value[0] if by_value else self._match((QUEUE,), value)
+        if not is_unknown(value):
+            return None
+        if isinstance(sibling, str):
+            candidates = [c for c in candidates if sibling not in (c.get("arn"), c.get("url"))]
+        elif is_unknown(sibling):
+            others = [
+                u
+                for u in node.prop_deps.get(prop, [])
+                if u in self.by_urn and self.by_urn[u].type not in (QUEUE, ROLE, STACK_REFERENCE)
+            ]
+            if not (sibling_elsewhere and others):
+                return None
+        return candidates[0] if len(candidates) == 1 else None
+
+    @cached_property
+    def other_dlq_users(self) -> dict[str, list[str]]:
+        """DLQ URN -> who dead-letters into it other than an SQS redrive.
+
+        Scheduler targets, asynchronous Lambda invocations (function dead-letter config and
+        event-invoke-config on-failure destinations), SNS subscriptions' redrive policies and
+        stream event source mappings' on-failure destinations. Only the alarm rule and the
+        "a DLQ needs no DLQ" exemption use these: retention and type compare with a source queue.
+        """
+        found: list[tuple[Node | None, str]] = []
+        for s in self.of_type(SCHEDULE):
+            if s.get("target", "deadLetterConfig") is None:
+                continue  # the target itself may be a queue: never take it for the DLQ
+            found.append(
+                (
+                    self._queue_target(
+                        s,
+                        "target",
+                        s.get("target", "deadLetterConfig", "arn"),
+                        sibling=s.get("target", "arn"),
+                        sibling_elsewhere=True,
+                    ),
+                    f"schedule {s.label}",
+                )
+            )
+        for f in self.of_type(FUNCTION):
+            dlc = f.get("deadLetterConfig")
+            if dlc is not None:
+                target = f.get("deadLetterConfig", "targetArn")
+                found.append(
+                    (
+                        self._queue_target(f, "deadLetterConfig", target),
+                        f"function {f.label} (async invocations)",
+                    )
+                )
+        for c in self.of_type(INVOKE_CONFIG):
+            if c.get("destinationConfig", "onFailure") is not None:
+                found.append(
+                    (
+                        self._queue_target(
+                            c,
+                            "destinationConfig",
+                            c.get("destinationConfig", "onFailure", "destination"),
+                            sibling=c.get("destinationConfig", "onSuccess", "destination"),
+                        ),
+                        f"event invoke config {c.label} (on-failure destination)",
+                    )
+                )
+        for sub in self.of_type(SUBSCRIPTION):
+            doc = parse_json(sub.get("redrivePolicy"))
+            if doc is None:
+                continue
+            target = doc.get("deadLetterTargetArn") if isinstance(doc, dict) else UNKNOWN
+            found.append(
+                (
+                    self._queue_target(sub, "redrivePolicy", target),
+                    f"subscription {sub.label}",
+                )
+            )
+        for esm in self.of_type(ESM):
+            if esm.get("destinationConfig", "onFailure") is not None:
+                found.append(
+                    (
+                        self._queue_target(
+                            esm,
+                            "destinationConfig",
+                            esm.get("destinationConfig", "onFailure", "destinationArn"),
+                        ),
+                        f"event source mapping {esm.label} (on-failure destination)",
+                    )
+                )
+        out: dict[str, list[str]] = {}
+        for queue, who in found:
+            if queue is not None:
+                out.setdefault(queue.urn, []).append(who)
+        return out
+
     @cached_property
     def declared_dlqs(self) -> set[str]:
-        """Queues that are DLQs: targets of a redrive, or allowing redrive from named sources."""
-        out = set(self.dlq_sources)
+        """Queues that are DLQs: targets of a redrive or of another service's dead-lettering,
+        or allowing redrive from named sources."""
+        out = set(self.dlq_sources) | set(self.other_dlq_users)
         for q in self.of_type(QUEUE):
             if _allows_sources(parse_json(q.get("redriveAllowPolicy"))):
                 out.add(q.urn)

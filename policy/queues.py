@@ -289,7 +289,12 @@ def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     metric_names = tuple(config.get("metricNames", ALARM_METRICS))
     findings: list[Finding] = []
     alarms = graph.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
-    for dlq_urn, redrives in graph.dlq_sources.items():
+    users: dict[str, list[str]] = {
+        urn: [r.source.label for r in redrives] for urn, redrives in graph.dlq_sources.items()
+    }
+    for urn, others in graph.other_dlq_users.items():
+        users.setdefault(urn, []).extend(others)
+    for dlq_urn, sources_of in users.items():
         dlq = graph.by_urn[dlq_urn]
         watching: list[tuple[Node, str]] = []  # alarms on the DLQ and why they fall short
         ok = False
@@ -324,7 +329,7 @@ def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
                 break
         if ok:
             continue
-        sources = ", ".join(sorted({r.source.label for r in redrives}))
+        sources = ", ".join(sorted(set(sources_of)))
         detail = (
             "; existing alarms fall short: " + "; ".join(f"{a.label} {why}" for a, why in watching)
             if watching

@@ -1,0 +1,467 @@
+"""``python -m bench [--quick]``: every benchmark, side by side, on the embedded emulator.
+
+Writes bench/results.json and prints the table (progress goes to stderr). See docs/bench.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench import report
+from bench.report import Target
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much work each benchmark does (full run and --quick)."""
+
+    consumer_messages: int
+    consumer_reps: int
+    throttle_messages: int
+    throttle_reps: int
+    dispatch_items: int
+    dispatch_baseline_items: int
+    dispatch_reps: int
+    policy_sizes: tuple[int, int]
+    policy_reps: int
+    import_reps: int
+
+
+FULL = Plan(
+    consumer_messages=2000,
+    consumer_reps=3,
+    # botocore backs off ~0.6 s per injected throttle (standard mode, 1 s base for throttling
+    # errors): at 30 % the article's consumer sleeps ~0.8 s per message, 2,000 messages would
+    # take half an hour per repetition. The throttling scenario therefore uses fewer messages.
+    throttle_messages=20,
+    throttle_reps=3,
+    dispatch_items=100_000,
+    # Per-item SendMessage runs at ~200 items/s here: 100,000 would take 8 minutes, so it is
+    # measured on a sample and its items/s compared (a rate does not depend on the count).
+    dispatch_baseline_items=1_000,
+    dispatch_reps=3,
+    policy_sizes=(100, 1000),
+    policy_reps=1,
+    import_reps=5,
+)
+QUICK = Plan(
+    consumer_messages=200,
+    consumer_reps=2,
+    throttle_messages=10,
+    throttle_reps=1,
+    dispatch_items=5_000,
+    dispatch_baseline_items=500,
+    dispatch_reps=1,
+    policy_sizes=(10, 100),
+    policy_reps=1,
+    import_reps=3,
+)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions: dict[str, str | None] = {}
+    for package in ("boto3", "botocore", "moto", "aws-lambda-powertools", "pulumi", "pulumi-aws"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "versions": versions,
+    }
+
+
+# --- 1. consumer ---------------------------------------------------------------------------------
+
+
+def bench_consumer(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Target]]:
+    from bench.consumer import Scenario, run_scenario
+
+    scenarios = (
+        Scenario("happy", plan.consumer_messages),
+        Scenario("duplicates", plan.consumer_messages, duplicate_rate=0.10),
+        Scenario("throttled", plan.throttle_messages, throttle_rate=0.30),
+    )
+    reps = {"throttled": plan.throttle_reps}
+    out: dict[str, Any] = {}
+    targets: list[Target] = []
+    for scenario in scenarios:
+        log(f"[consumer] {scenario.name}: {scenario.messages} messages")
+        results = run_scenario(
+            scenario, emulator, reps.get(scenario.name, plan.consumer_reps), progress=log
+        )
+        runs = {name: [r.as_dict() for r in rs] for name, rs in results.items()}
+        summary = report.summarize_consumer(runs)
+        out[scenario.name] = {
+            "messages": scenario.messages,
+            "duplicate_rate": scenario.duplicate_rate,
+            "throttle_rate": scenario.throttle_rate,
+            "repetitions": len(next(iter(runs.values()))),
+            "summary": summary,
+            "runs": runs,
+        }
+        targets.extend(report.consumer_targets(scenario.name, summary))
+    return out, targets
+
+
+# --- 2. dispatcher -------------------------------------------------------------------------------
+
+
+def bench_dispatch(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Target]]:
+    from bench import dispatch
+
+    messages = dispatch.charge_messages(plan.dispatch_items)
+    sample = messages[: plan.dispatch_baseline_items]
+    baseline_runs, ours_runs = [], []
+    for rep in range(plan.dispatch_reps):
+        log(f"[dispatch] rep {rep + 1}/{plan.dispatch_reps}: per-item on {len(sample)} items")
+        baseline_runs.append(dispatch.per_item(emulator, sample).as_dict())
+        if rep == 0:
+            log(f"[dispatch] ours on {len(messages)} items")
+            ours_runs.append(dispatch.ours(emulator, messages).as_dict())
+        else:
+            # Further repetitions of ours on the same sample size as the baseline.
+            ours_runs.append(dispatch.ours(emulator, sample).as_dict())
+    baseline_rate = median(r["items_per_second"] for r in baseline_runs)
+    ours_rate = median(r["items_per_second"] for r in ours_runs)
+    speedup = report.ratio(ours_rate, baseline_rate)
+    out = {
+        "items": plan.dispatch_items,
+        "baseline_sample_items": len(sample),
+        "baseline_extrapolated_seconds_for_all_items": round(
+            plan.dispatch_items / baseline_rate, 1
+        ),
+        "baseline_runs": baseline_runs,
+        "ours_runs": ours_runs,
+        "baseline_items_per_second": round(baseline_rate, 1),
+        "ours_items_per_second": round(ours_rate, 1),
+        "speedup": speedup,
+        "calls_ratio": report.ratio(
+            median(r["calls_per_item"] for r in baseline_runs),
+            median(r["calls_per_item"] for r in ours_runs),
+        ),
+        "projection": dispatch.projection(ours_rate),
+    }
+    targets = [
+        Target(
+            "dispatch.speedup",
+            "dispatcher: items/s ours / per-item SendMessage",
+            speedup,
+            10.0,
+            ">=",
+            "x",
+        ),
+        Target(
+            "dispatch.projection_inside_lambda_limits",
+            "dispatcher: 1M and 10M items inside Lambda limits (all rows)",
+            1.0 if all(row["inside_lambda_limits"] for row in out["projection"]) else 0.0,
+            1.0,
+            ">=",
+        ),
+    ]
+    return out, targets
+
+
+# --- 3. policy -----------------------------------------------------------------------------------
+
+
+def bench_policy(plan: Plan) -> tuple[dict[str, Any], list[Target]]:
+    from bench import policy_scale
+
+    small, large = plan.policy_sizes
+    log(f"[policy] offline check on stacks of 1, {small} and {large} consumers")
+    out = policy_scale.measure((1, small, large), plan.policy_reps)
+    sizes = out["sizes"]
+    t_small = sizes[str(small)]["median_seconds"]
+    t_large = sizes[str(large)]["median_seconds"]
+    fixed = sizes["1"]["median_seconds"]
+    out["ratio"] = report.ratio(t_large, t_small)
+    out["ratio_without_startup"] = report.ratio(t_large - fixed, t_small - fixed)
+    targets = [
+        Target(
+            "policy.ratio",
+            f"policy check: time({large}) / time({small}) consumers",
+            out["ratio"],
+            large / small * 1.1,
+            "<=",
+        ),
+        Target(
+            "policy.all_resources_no_mandatory",
+            "policy check: every resource seen, no mandatory violation",
+            1.0
+            if all(
+                s["resources"] == s["expected_resources"] and s["mandatory_violations"] == 0
+                for s in sizes.values()
+            )
+            else 0.0,
+            1.0,
+            ">=",
+        ),
+    ]
+    return out, targets
+
+
+# --- 4. cold start -------------------------------------------------------------------------------
+
+
+def bench_coldstart(plan: Plan) -> tuple[dict[str, Any], list[Target]]:
+    from bench import coldstart
+
+    log(f"[coldstart] import times, {plan.import_reps} fresh interpreters each; bundle size")
+    imports = coldstart.measure_imports(plan.import_reps)
+    bundle = coldstart.bundle_size()
+    targets = [
+        Target(
+            "bundle.zipped_kb",
+            "Lambda bundle (handlers/ .py) zipped, KB",
+            round(bundle["zipped_bytes"] / 1024, 1),
+            coldstart.BUNDLE_TARGET_BYTES / 1024,
+            "<=",
+            " KB",
+        )
+    ]
+    return {"imports": imports, "bundle": bundle}, targets
+
+
+# --- printing ------------------------------------------------------------------------------------
+
+
+def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
+    from bench.consumer import LABELS
+
+    parts: list[str] = []
+    m = results["machine"]
+    parts.append(
+        f"idempotent-messaging benchmarks ({results['mode']}) {results['finished_at']}\n"
+        f"machine: {m['nproc']} CPU, {m['cpu_model']}, Python {m['python']}, "
+        f"load at start {m['load_average_at_start']}; emulator: moto {m['versions']['moto']} "
+        "on 127.0.0.1 (in-process server, real botocore HTTP stack)"
+    )
+    consumer = results.get("consumer", {})
+    for name, scenario in consumer.items():
+        rows: list[tuple[Any, ...]] = []
+        for impl, s in scenario["summary"].items():
+            rows.append(
+                (
+                    LABELS[impl],
+                    s["median_calls_per_message"],
+                    s["median_seconds"],
+                    s["median_client_cpu_ms_per_message"],
+                    s["median_emulator_ms_per_call"],
+                    s.get("wall_ratio_to_ours"),
+                    s.get("calls_ratio_to_ours"),
+                    int(s["median_throttles_injected"]),
+                    s["all_correct"],
+                )
+            )
+        title = (
+            f"1. consumer / {name}: {scenario['messages']:,} messages in batches of 10, "
+            f"{int(scenario['duplicate_rate'] * 100)} % duplicates, "
+            f"{int(scenario['throttle_rate'] * 100)} % throttled attempts, "
+            f"median of {scenario['repetitions']}"
+        )
+        parts.append(
+            title
+            + "\n"
+            + report.table(
+                (
+                    "implementation",
+                    "calls/msg",
+                    "wall s",
+                    "client CPU ms/msg",
+                    "emulator ms/call",
+                    "wall x ours",
+                    "calls x ours",
+                    "throttles",
+                    "correct",
+                ),
+                rows,
+            )
+        )
+    d = results.get("dispatch")
+    if d:
+        sides = [
+            (
+                "per-item SendMessage",
+                d["baseline_items_per_second"],
+                d["baseline_runs"][0]["calls_per_item"],
+                None,
+            ),
+            (
+                "ours (SendMessageBatch, parallel)",
+                d["ours_items_per_second"],
+                d["ours_runs"][0]["calls_per_item"],
+                d["speedup"],
+            ),
+        ]
+        projection_headers = (
+            "items",
+            "queue",
+            "rate basis",
+            "bound by",
+            "msg/s",
+            "minutes",
+            "invocations",
+            "longest s",
+            "hops/segment",
+            "SendMessageBatch calls",
+            "inside limits",
+        )
+        projection_rows = [
+            (
+                r["items"],
+                r["queue"],
+                r["rate_basis"],
+                r["bound_by"],
+                r["rate_msg_s"],
+                r["total_minutes"],
+                r["invocations_in_chain"],
+                r["longest_invocation_s"],
+                f"{r['hops_per_segment']} / {r['max_hops']}",
+                r["send_calls"],
+                r["inside_lambda_limits"],
+            )
+            for r in d["projection"]
+        ]
+        parts.append(
+            f"2. dispatcher: ours on {d['items']:,} items, per-item SendMessage on a "
+            f"{d['baseline_sample_items']:,}-item sample (rate extrapolated: "
+            f"{d['baseline_extrapolated_seconds_for_all_items']:,} s for all items)\n"
+            + report.table(("side", "items/s", "calls/item", "speedup"), sides)
+            + "\n\n   projection: an invocation sends for up to 840 s (900 s Lambda limit - 60 s "
+            "reserve), then hands its segments to continuation messages (68 bytes each)\n"
+            + report.table(projection_headers, projection_rows)
+        )
+    p = results.get("policy")
+    if p:
+        rows = [
+            (s["consumers"], s["resources"], s["median_seconds"], s["mandatory_violations"])
+            for s in p["sizes"].values()
+        ]
+        parts.append(
+            "3. offline policy check (python -m policy.check, fresh process)\n"
+            + report.table(("consumers", "resources", "seconds", "mandatory violations"), rows)
+            + f"\n   ratio {p['ratio']} (without the 1-consumer start-up cost: "
+            f"{p['ratio_without_startup']})"
+        )
+    c = results.get("coldstart")
+    if c:
+        mods = c["imports"]["modules"]
+        rows = [(name, v["median_s"] * 1000, v.get("ratio_to_boto3")) for name, v in mods.items()]
+        b = c["bundle"]
+        parts.append(
+            "4. cold start: import in a fresh interpreter, median of "
+            f"{c['imports']['repetitions']}\n"
+            + report.table(("module", "import ms", "x import boto3"), rows)
+            + f"\n   bundle: {b['files']} files, {b['raw_bytes'] / 1024:.1f} KB raw, "
+            f"{b['zipped_bytes'] / 1024:.1f} KB zipped"
+        )
+    parts.append("targets (measured value against the target)\n" + report.render_targets(targets))
+    notes = report.miss_notes(results, targets)
+    if notes:
+        parts.append("why the misses (from the measurements above)\n" + "\n".join(notes))
+    return "\n\n".join(parts)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (< 2 minutes)")
+    parser.add_argument(
+        "--only",
+        choices=("consumer", "dispatch", "policy", "coldstart"),
+        action="append",
+        help="run only these benchmarks (repeatable)",
+    )
+    parser.add_argument(
+        "--stock-moto",
+        action="store_true",
+        help="do not replace moto's per-item table deep copy in TransactWriteItems",
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="results JSON path")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    selected = set(args.only or ("consumer", "dispatch", "policy", "coldstart"))
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "plan": plan.__dict__,
+        "emulator_fixes": {"fast_transaction_backup": not args.stock_moto, "sqs_sink": True},
+    }
+    targets: list[Target] = []
+    if selected & {"consumer", "dispatch"}:
+        from bench import counting, emulator_fixes
+        from emulator.server import start_emulator
+
+        if not args.stock_moto:
+            emulator_fixes.fast_transaction_backup()
+        counting.install()
+        emulator = start_emulator()
+        try:
+            if "consumer" in selected:
+                results["consumer"], found = bench_consumer(emulator, plan)
+                targets += found
+            if "dispatch" in selected:
+                results["dispatch"], found = bench_dispatch(emulator, plan)
+                targets += found
+        finally:
+            emulator.stop()
+            counting.uninstall()
+    if "policy" in selected:
+        results["policy"], found = bench_policy(plan)
+        targets += found
+    if "coldstart" in selected:
+        results["coldstart"], found = bench_coldstart(plan)
+        targets += found
+    results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    results["total_seconds"] = round(time.perf_counter() - started, 1)
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["targets"] = [t.as_dict() for t in targets]
+    text = render(results, targets)
+    results["table"] = text
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.output.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2) + "\n")
+    tmp.replace(args.output)
+    print(text)
+    print(f"\n(total {results['total_seconds']} s; results in {args.output})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,297 @@
+"""Benchmark 1: the consumer, three implementations side by side on the same messages.
+
+(a) bench/baseline_seed000.py  the article's pattern, one record at a time
+(b) bench/baseline_powertools.py  Powertools idempotent_function + BatchProcessor, per record
+(c) handlers.orders.handler  ours (batched transaction, PublishBatch, batched status write)
+
+Each run resets the emulator, creates the run's tables and topic with an uncounted client,
+drives the messages through the poller model (bench.workload.deliver) while every AWS call is
+counted (bench.counting), then verifies the result with an uncounted client: one business
+row per distinct event, at least one accepted notification per event, every claim ``sent``,
+nothing dead-lettered or quarantined.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import counting
+from bench.baseline_powertools import POWERTOOLS_KEY_ATTR, PowertoolsSettings
+from bench.baseline_powertools import build_handler as build_powertools
+from bench.baseline_seed000 import Seed000Settings
+from bench.baseline_seed000 import build_handler as build_seed000
+from bench.workload import ACCOUNT, REGION, Handler, Message, deliver, order_messages
+
+IMPLEMENTATIONS = ("seed000", "powertools", "ours")
+LABELS = {
+    "seed000": "(a) seed-000 article",
+    "powertools": "(b) Powertools textbook",
+    "ours": "(c) ours",
+}
+QUEUE_NAME = "orders"
+ORDER_TABLE = "order_records"
+TOPIC_NAME = "order-notifications"
+FUNCTION_TIMEOUT_S = 30.0
+
+
+@dataclass
+class RunResult:
+    implementation: str
+    messages: int
+    distinct_events: int
+    duplicate_rate: float
+    throttle_rate: float
+    seconds: float
+    cpu_seconds: float
+    calls: dict[str, int]
+    attempts: int
+    throttles_injected: int
+    invocations: int
+    redeliveries: int
+    dead_lettered: int
+    handler_exceptions: int
+    correct: bool
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    @property
+    def calls_per_message(self) -> float:
+        return self.total_calls / self.messages
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "implementation": self.implementation,
+            "messages": self.messages,
+            "distinct_events": self.distinct_events,
+            "duplicate_rate": self.duplicate_rate,
+            "throttle_rate": self.throttle_rate,
+            "seconds": round(self.seconds, 4),
+            "client_cpu_seconds": round(self.cpu_seconds, 4),
+            "calls": self.total_calls,
+            "calls_per_message": round(self.calls_per_message, 4),
+            "calls_by_operation": dict(sorted(self.calls.items())),
+            "http_attempts": self.attempts,
+            "throttles_injected": self.throttles_injected,
+            "invocations": self.invocations,
+            "redeliveries": self.redeliveries,
+            "dead_lettered": self.dead_lettered,
+            "handler_exceptions": self.handler_exceptions,
+            "correct": self.correct,
+            "problems": self.problems,
+        }
+
+
+def _admin(emulator: Any, service: str) -> Any:
+    return counting.exclude(emulator.client(service))
+
+
+def _create_table(ddb: Any, name: str, key: str) -> None:
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    handler: Handler
+    state_table: str
+    state_key: str
+    done_status: str  # the state row's status once the event is fully handled
+    status_attribute: str
+    dlq_url: str | None = None
+
+
+def _prepare(implementation: str, emulator: Any) -> Prepared:
+    ddb = _admin(emulator, "dynamodb")
+    _create_table(ddb, ORDER_TABLE, "order_id")
+    topic_arn = _admin(emulator, "sns").create_topic(Name=TOPIC_NAME)["TopicArn"]
+    if implementation == "seed000":
+        _create_table(ddb, "processed_events", "event_id")
+        handler = build_seed000(Seed000Settings(topic_arn=topic_arn))
+        return Prepared(handler, "processed_events", "event_id", "sent", "status")
+    if implementation == "powertools":
+        _create_table(ddb, "idempotency", POWERTOOLS_KEY_ATTR)
+        settings = PowertoolsSettings("idempotency", ORDER_TABLE, topic_arn)
+        handler = build_powertools(settings)
+        return Prepared(handler, "idempotency", POWERTOOLS_KEY_ATTR, "COMPLETED", "status")
+    if implementation == "ours":
+        return _prepare_ours(emulator, ddb, topic_arn)
+    raise ValueError(f"implementation={implementation!r}: expected one of {IMPLEMENTATIONS}")
+
+
+def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
+    from handlers.runtime import env
+
+    state_table = "orders-state"
+    _create_table(ddb, state_table, env.EVENT_ID_KEY)
+    dlq_url = _admin(emulator, "sqs").create_queue(QueueName="orders-dlq")["QueueUrl"]
+    os.environ.update(
+        {
+            env.STATE_TABLE: state_table,
+            env.STATE_KEY_LAYOUT: env.LAYOUT_EVENT_ID,
+            env.BUSINESS_TABLE: ORDER_TABLE,
+            env.NOTIFICATION_TOPIC_ARN: topic_arn,
+            env.DLQ_URL: dlq_url,
+            env.SOURCE_QUEUE_FIFO: "false",
+            env.SOURCE_RETENTION_SECONDS: str(4 * 24 * 3600),
+            env.DLQ_RETENTION_SECONDS: str(14 * 24 * 3600),
+            env.POWERTOOLS_SERVICE_NAME: "orders",
+            env.POWERTOOLS_LOG_LEVEL: "INFO",  # the component's default: paid for here too
+            env.POWERTOOLS_METRICS_NAMESPACE: "Bench",
+        }
+    )
+    import handlers.orders
+
+    return Prepared(
+        handlers.orders.handler, state_table, env.EVENT_ID_KEY, env.STATUS_SENT, "status", dlq_url
+    )
+
+
+@contextlib.contextmanager
+def _quiet_logs() -> Iterator[None]:
+    """Send the functions' log lines and EMF metrics to /dev/null (they are still produced)."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        swapped: list[Any] = []
+        if "handlers.runtime.observability" in sys.modules:
+            handler = sys.modules["handlers.runtime.observability"].logger.registered_handler
+            swapped.append((handler, handler.setStream(sink)))
+        try:
+            yield
+        finally:
+            for handler, previous in swapped:
+                handler.setStream(previous)
+
+
+def _scan(ddb: Any, table: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for page in ddb.get_paginator("scan").paginate(TableName=table):
+        items.extend(page["Items"])
+    return items
+
+
+def verify(
+    emulator: Any,
+    prepared: Prepared,
+    messages: list[Message],
+    notifications: list[str],
+) -> list[str]:
+    """What is wrong with the end state (empty: exactly-once rows, at-least-once notices)."""
+    ddb = _admin(emulator, "dynamodb")
+    problems: list[str] = []
+    events = {m.event_id for m in messages}
+    rows = _scan(ddb, ORDER_TABLE)
+    if len(rows) != len(events):
+        problems.append(f"{len(rows)} business rows for {len(events)} distinct events")
+    states = _scan(ddb, prepared.state_table)
+    not_done = [s for s in states if s[prepared.status_attribute]["S"] != prepared.done_status]
+    if len(states) != len(events) or not_done:
+        problems.append(
+            f"{len(states)} state rows for {len(events)} events, {len(not_done)} not "
+            f"{prepared.done_status!r}"
+        )
+    notified = {e for e in events if any(e in text for text in notifications)}
+    if len(notified) != len(events):
+        problems.append(f"{len(events) - len(notified)} events never notified")
+    if prepared.dlq_url:
+        sqs = _admin(emulator, "sqs")
+        depth = sqs.get_queue_attributes(
+            QueueUrl=prepared.dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]["ApproximateNumberOfMessages"]
+        if int(depth):
+            problems.append(f"{depth} messages quarantined")
+    return problems
+
+
+def run_once(
+    implementation: str,
+    emulator: Any,
+    *,
+    messages: int,
+    duplicate_rate: float = 0.0,
+    throttle_rate: float = 0.0,
+    seed: int = 0,
+) -> RunResult:
+    """One implementation over one freshly reset emulator."""
+    counting.install()  # before any client exists, so every client gets the hooks
+    emulator.reset()
+    stream = order_messages(messages, duplicate_rate, seed=seed)
+    prepared = _prepare(implementation, emulator)
+    queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE_NAME}"
+    with _quiet_logs(), counting.recording(throttle_rate, seed=seed) as recorder:
+        stats = deliver(
+            prepared.handler,
+            stream,
+            function_name=f"bench-{implementation}",
+            queue_arn=queue_arn,
+            timeout_s=FUNCTION_TIMEOUT_S,
+        )
+    recorder.check_complete()
+    problems = verify(emulator, prepared, stream, recorder.notifications)
+    if stats.dead_lettered:
+        problems.append(f"{len(stats.dead_lettered)} messages dead-lettered by the poller")
+    return RunResult(
+        implementation=implementation,
+        messages=len(stream),
+        distinct_events=len({m.event_id for m in stream}),
+        duplicate_rate=duplicate_rate,
+        throttle_rate=throttle_rate,
+        seconds=stats.seconds,
+        cpu_seconds=stats.cpu_seconds,
+        calls=dict(recorder.calls),
+        attempts=recorder.total_attempts,
+        throttles_injected=recorder.injected,
+        invocations=stats.invocations,
+        redeliveries=stats.redeliveries,
+        dead_lettered=len(stats.dead_lettered),
+        handler_exceptions=stats.handler_exceptions,
+        correct=not problems,
+        problems=problems,
+    )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    messages: int
+    duplicate_rate: float = 0.0
+    throttle_rate: float = 0.0
+
+
+def run_scenario(
+    scenario: Scenario,
+    emulator: Any,
+    repetitions: int,
+    implementations: tuple[str, ...] = IMPLEMENTATIONS,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, list[RunResult]]:
+    """Every implementation, `repetitions` times, interleaved (a, b, c, a, b, c, ...) so that
+    drift in the machine's speed hits all of them alike."""
+    results: dict[str, list[RunResult]] = {name: [] for name in implementations}
+    for rep in range(repetitions):
+        for name in implementations:
+            result = run_once(
+                name,
+                emulator,
+                messages=scenario.messages,
+                duplicate_rate=scenario.duplicate_rate,
+                throttle_rate=scenario.throttle_rate,
+                seed=rep,
+            )
+            results[name].append(result)
+            progress(
+                f"  {scenario.name} rep {rep + 1}/{repetitions} {LABELS[name]}: "
+                f"{result.seconds:.2f} s, {result.calls_per_message:.2f} calls/msg"
+                + ("" if result.correct else f"  INCORRECT: {'; '.join(result.problems)}")
+            )
+    return results

@@ -1,0 +1,276 @@
+"""Count every AWS call, and inject throttles that botocore retries like real ones.
+
+Counting uses botocore's own event hooks on EVERY client: once `install()` has run,
+`botocore.session.Session.create_client` is wrapped so that each client created in this process
+(ours, the baselines', Powertools' persistence client, a resource's client) gets these hooks:
+
+- ``before-parameter-build``  keeps the API parameters for ``after-call``,
+- ``before-call``  one per API operation the caller asked for (what an implementation "costs"),
+- ``before-send``  one per HTTP attempt, so botocore's own retries show up as extra attempts,
+- ``after-call``   the parsed result, used to learn which notifications SNS really accepted.
+
+The hooks report into whichever `Recorder` is active, so a cached client created in an earlier
+repetition is still counted by the current one. As a cross-check that no client escaped the
+hooks, the HTTP transport (`URLLib3Session.send`) is counted too: every attempt that reaches
+the wire must have passed a ``before-send`` hook.
+
+Throttling is injected at ``before-send``: the hook returns an HTTP 400 throttling response
+instead of letting the request reach the emulator, so botocore's retry handler sees exactly
+what a real throttle looks like and retries it with its configured mode, attempts and backoff.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import botocore.httpsession
+import botocore.session
+from botocore.awsrequest import AWSResponse
+
+_LOCK = threading.Lock()
+_ACTIVE: Recorder | None = None
+_HOOKED: weakref.WeakSet[Any] = weakref.WeakSet()
+_EXCLUDED: weakref.WeakSet[Any] = weakref.WeakSet()
+_ORIGINAL_CREATE_CLIENT = botocore.session.Session.create_client
+_ORIGINAL_SEND = botocore.httpsession.URLLib3Session.send
+_PATCHED = False
+
+# The error codes botocore's retry handlers classify as throttling, per wire protocol.
+_THROTTLE_JSON = b'{"__type":"ThrottlingException","message":"Rate exceeded (injected by bench)"}'
+_THROTTLE_QUERY = (
+    b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code>"
+    b"<Message>Rate exceeded (injected by bench)</Message></Error>"
+    b"<RequestId>bench-injected</RequestId></ErrorResponse>"
+)
+
+
+class _RawBody:
+    """The minimal urllib3-like body botocore reads a response from."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._data
+
+
+def throttle_response(url: str, protocol: str) -> AWSResponse:
+    """An HTTP 400 throttling error in the wire format of `protocol` (json or query)."""
+    if protocol == "query":
+        body, headers = _THROTTLE_QUERY, {"Content-Type": "text/xml"}
+    elif protocol in ("json", "rest-json"):
+        body = _THROTTLE_JSON
+        headers = {
+            "Content-Type": "application/x-amz-json-1.0",
+            "x-amzn-ErrorType": "ThrottlingException",
+        }
+    else:
+        raise ValueError(f"protocol={protocol!r}: only json and query services can be throttled")
+    headers["Content-Length"] = str(len(body))
+    return AWSResponse(url, 400, headers, _RawBody(body))
+
+
+THROTTLE_GAIN = 0.5
+
+
+@dataclass
+class Throttler:
+    """Answers `rate` of all HTTP attempts with a throttling error, at seeded random positions.
+
+    Each attempt is throttled with a probability that starts at `rate` and is nudged by how far
+    the run so far is behind or ahead of `rate`, so the share stays close to `rate` from the
+    first attempts on: an implementation that makes 6 calls meets the same 30 % as one that
+    makes 6,000 (a plain coin toss would let a short run go unthrottled, or throttle half of
+    it, by luck). Positions stay random, so several attempts in a row can fail and botocore's
+    retries can run out, as with real throttling.
+    """
+
+    rate: float
+    seed: int = 0
+    injected: int = 0
+    attempts: int = 0
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rate < 1:
+            raise ValueError(f"throttle rate must be in [0, 1), got {self.rate}")
+        self._rng = random.Random(self.seed)
+
+    def decide(self) -> bool:
+        behind = self.rate * self.attempts - self.injected
+        probability = min(1.0, max(0.0, self.rate + THROTTLE_GAIN * behind))
+        self.attempts += 1
+        throttled = self.rate > 0 and self._rng.random() < probability
+        if throttled:
+            self.injected += 1
+        return throttled
+
+
+@dataclass
+class Recorder:
+    """What the hooks saw while this recorder was active."""
+
+    throttler: Throttler | None = None
+    calls: Counter[str] = field(default_factory=Counter)  # "dynamodb.TransactWriteItems" -> n
+    attempts: Counter[str] = field(default_factory=Counter)  # HTTP attempts incl. retries
+    wire_requests: int = 0  # attempts that reached the HTTP transport
+    notifications: list[str] = field(default_factory=list)  # messages SNS accepted
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    @property
+    def total_attempts(self) -> int:
+        return sum(self.attempts.values())
+
+    @property
+    def injected(self) -> int:
+        return self.throttler.injected if self.throttler else 0
+
+    def check_complete(self) -> None:
+        """Raise when some HTTP request reached the wire without passing our hooks."""
+        expected = self.total_attempts - self.injected
+        if self.wire_requests != expected:
+            raise RuntimeError(
+                f"call counting missed a client: {self.wire_requests} HTTP requests reached the "
+                f"transport but the hooks saw {self.total_attempts} attempts "
+                f"({self.injected} answered by the throttle injector)"
+            )
+
+
+def _key(model: Any) -> str:
+    return f"{model.service_model.service_id.hyphenize()}.{model.name}"
+
+
+def _on_before_parameter_build(params: Any, context: Any, **_: Any) -> None:
+    if _ACTIVE is not None:
+        context["bench_params"] = params  # the API params; after-call only gets the context
+
+
+def _on_before_call(model: Any, **_: Any) -> None:
+    recorder = _ACTIVE
+    if recorder is not None:
+        with _LOCK:
+            recorder.calls[_key(model)] += 1
+
+
+def _on_before_send(request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
+    recorder = _ACTIVE
+    if recorder is None:
+        return None
+    key = ".".join(event_name.split(".")[1:3])  # before-send.<service-id>.<Operation>
+    with _LOCK:
+        recorder.attempts[key] += 1
+        throttled = recorder.throttler is not None and recorder.throttler.decide()
+    if throttled:
+        protocol = _PROTOCOLS.get(key.split(".", 1)[0], "json")
+        return throttle_response(request.url, protocol)
+    return None
+
+
+def _on_after_call(model: Any, parsed: Any, context: Any, **_: Any) -> None:
+    recorder = _ACTIVE
+    if recorder is None or model.service_model.service_id.hyphenize() != "sns":
+        return
+    params = context.get("bench_params") or {}
+    sent: list[str] = []
+    if model.name == "Publish" and "MessageId" in parsed:
+        sent.append(str(params.get("Message", "")))
+    elif model.name == "PublishBatch":
+        ok = {entry["Id"] for entry in parsed.get("Successful", [])}
+        sent.extend(
+            str(entry.get("Message", ""))
+            for entry in params.get("PublishBatchRequestEntries", [])
+            if entry.get("Id") in ok
+        )
+    with _LOCK:
+        recorder.notifications.extend(sent)
+
+
+_PROTOCOLS: dict[str, str] = {}
+
+
+def hook_client(client: Any) -> Any:
+    """Register the counting hooks on one client (idempotent). Returns the client."""
+    if client in _HOOKED or client in _EXCLUDED:
+        return client
+    events = client.meta.events
+    _PROTOCOLS[client.meta.service_model.service_id.hyphenize()] = (
+        client.meta.service_model.protocol
+    )
+    events.register(
+        "before-parameter-build", _on_before_parameter_build, unique_id="bench-count-params"
+    )
+    events.register("before-call", _on_before_call, unique_id="bench-count-call")
+    # First, so an injected throttle is the response botocore sees.
+    events.register_first("before-send", _on_before_send, unique_id="bench-count-send")
+    events.register("after-call", _on_after_call, unique_id="bench-count-after")
+    _HOOKED.add(client)
+    return client
+
+
+def exclude(client: Any) -> Any:
+    """Mark a client as the harness's own (setup, verification): never counted or throttled.
+
+    Its HTTP requests are still seen by the transport cross-check, so only use it outside a
+    recording window.
+    """
+    events = client.meta.events
+    events.unregister("before-parameter-build", unique_id="bench-count-params")
+    events.unregister("before-call", unique_id="bench-count-call")
+    events.unregister("before-send", unique_id="bench-count-send")
+    events.unregister("after-call", unique_id="bench-count-after")
+    _HOOKED.discard(client)
+    _EXCLUDED.add(client)
+    return client
+
+
+def _create_client(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return hook_client(_ORIGINAL_CREATE_CLIENT(self, *args, **kwargs))
+
+
+def _send(self: Any, request: Any) -> Any:
+    recorder = _ACTIVE
+    if recorder is not None:
+        with _LOCK:
+            recorder.wire_requests += 1
+    return _ORIGINAL_SEND(self, request)
+
+
+def install() -> None:
+    """Hook every client created from now on (idempotent, process-wide)."""
+    global _PATCHED
+    if not _PATCHED:
+        botocore.session.Session.create_client = _create_client
+        botocore.httpsession.URLLib3Session.send = _send
+        _PATCHED = True
+
+
+def uninstall() -> None:
+    global _PATCHED
+    botocore.session.Session.create_client = _ORIGINAL_CREATE_CLIENT
+    botocore.httpsession.URLLib3Session.send = _ORIGINAL_SEND
+    _PATCHED = False
+
+
+@contextmanager
+def recording(throttle_rate: float = 0.0, seed: int = 0) -> Iterator[Recorder]:
+    """Count (and optionally throttle) every hooked client's calls inside the block."""
+    global _ACTIVE
+    install()
+    recorder = Recorder(throttler=Throttler(throttle_rate, seed) if throttle_rate else None)
+    if _ACTIVE is not None:
+        raise RuntimeError("a recording is already active; recordings do not nest")
+    _ACTIVE = recorder
+    try:
+        yield recorder
+    finally:
+        _ACTIVE = None

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from policy.values import UNKNOWN, is_unknown, plain
@@ -178,16 +180,42 @@ class Mapping_:
 
 
 class Graph:
+    """The stack's resources with lookups by URN, type and value.
+
+    The lookup indexes are built lazily, once per graph, so that linking N consumers costs
+    O(N) rather than a scan of every resource of a type per reference. The graph is treated
+    as immutable after construction (the indexes are never invalidated).
+    """
+
     def __init__(self, nodes: Iterable[Node]) -> None:
         self.nodes: list[Node] = list(nodes)
         self.by_urn: dict[str, Node] = {n.urn: n for n in self.nodes}
+        # (type, prop) -> string value -> the first (position, node) of that type holding it.
+        self._value_indexes: dict[tuple[str, str], dict[str, tuple[int, Node]]] = {}
 
     @classmethod
     def from_policy_resources(cls, resources: Iterable[Any]) -> Graph:
         return cls(node_from_policy_resource(r) for r in resources)
 
+    @cached_property
+    def _by_type(self) -> dict[str, list[tuple[int, Node]]]:
+        """Type -> (position in `nodes`, node), in graph order: positions keep a multi-type
+        lookup in the order a scan of `nodes` would see."""
+        out: dict[str, list[tuple[int, Node]]] = {}
+        for pos, n in enumerate(self.nodes):
+            out.setdefault(n.type, []).append((pos, n))
+        return out
+
+    def _positioned(self, types: tuple[str, ...]) -> list[tuple[int, Node]]:
+        unique = tuple(dict.fromkeys(types))
+        if len(unique) == 1:
+            return self._by_type.get(unique[0], [])
+        return sorted(
+            chain.from_iterable(self._by_type.get(t, []) for t in unique), key=itemgetter(0)
+        )
+
     def of_type(self, *types: str) -> list[Node]:
-        return [n for n in self.nodes if n.type in types]
+        return [n for _, n in self._positioned(types)]
 
     def dep_nodes(self, node: Node, prop: str, types: tuple[str, ...]) -> list[Node]:
         out: list[Node] = []
@@ -199,15 +227,36 @@ class Graph:
 
     # --- matching by value -------------------------------------------------------------------
 
+    def _value_index(self, type_: str, prop: str) -> dict[str, tuple[int, Node]]:
+        index = self._value_indexes.get((type_, prop))
+        if index is None:
+            index = {}
+            for pos, n in self._by_type.get(type_, []):
+                value = n.get(prop)
+                # Only strings can equal a reference (a str); the first holder wins, as in a scan.
+                if isinstance(value, str):
+                    index.setdefault(value, (pos, n))
+            self._value_indexes[(type_, prop)] = index
+        return index
+
+    def _hits(
+        self, types: tuple[str, ...], props: tuple[str, ...], value: str
+    ) -> list[tuple[int, Node]]:
+        """(position, node) of the first node of each type whose any of `props` is `value`."""
+        return [
+            hit
+            for t in dict.fromkeys(types)
+            for prop in props
+            if (hit := self._value_index(t, prop).get(value)) is not None
+        ]
+
     def _match(self, types: tuple[str, ...], ref: str, name_prop: str = "name") -> Node | None:
-        for n in self.of_type(*types):
-            if ref in (n.get("arn"), n.get("url"), n.get("id")):
-                return n
-        wanted = resource_name_from_ref(ref)
-        for n in self.of_type(*types):
-            if n.get(name_prop) == wanted:
-                return n
-        return None
+        """The first node of `types` (in graph order) holding `ref` as ARN, URL or id, else the
+        first one named as `ref` names its resource."""
+        hits = self._hits(types, ("arn", "url", "id"), ref)
+        if not hits:
+            hits = self._hits(types, (name_prop,), resource_name_from_ref(ref))
+        return min(hits, key=itemgetter(0))[1] if hits else None
 
     def resolve(
         self,
@@ -215,7 +264,7 @@ class Graph:
         prop: str,
         value: Any,
         types: tuple[str, ...],
-        name_of: Any = resource_name_from_ref,
+        name_of: Callable[[str], str] = resource_name_from_ref,
     ) -> Node | ExternalRef | None:
         """The resource of `types` that `node.prop` (value `value`) refers to.
 
@@ -230,7 +279,12 @@ class Graph:
             if by_value:
                 return by_value[0]
             wanted = name_of(value)
-            for n in candidates or self.of_type(*types):
+            if not candidates:
+                # The first resource of `types` that holds the value or bears the name.
+                hits = self._hits(types, ("arn", "url", "id"), value)
+                hits += self._hits(types, ("name",), wanted)
+                return min(hits, key=itemgetter(0))[1] if hits else ExternalRef(value)
+            for n in candidates:
                 if value in (n.get("arn"), n.get("url"), n.get("id")) or n.get("name") == wanted:
                     return n
             return ExternalRef(value)
@@ -546,9 +600,42 @@ class Graph:
                 return qname == name
             # The queue's name is unknown (a preview of a computed name): a literal dimension
             # that names no other queue of the stack may well be this one; never guess "no".
-            return not any(self.queue_name(q) == qname for q in self.of_type(QUEUE))
+            return qname not in self._queue_names
         # The dimension value is unknown (or the whole map is): the dependency decides.
         return queue in self.dep_nodes(alarm, str(metric.get("prop")), (QUEUE,))
+
+    @cached_property
+    def _queue_names(self) -> set[str]:
+        return {name for q in self.of_type(QUEUE) if (name := self.queue_name(q)) is not None}
+
+    @cached_property
+    def _alarm_index(self) -> tuple[list[Node], dict[str, set[int]], dict[str, set[int]]]:
+        """Metric alarms; QueueName dimension value -> alarm positions; URN of a resource an
+        alarm's unknown dimensions depend on -> alarm positions (see `alarm_watches_queue`)."""
+        alarms = self.of_type(ALARM)
+        by_queue_name: dict[str, set[int]] = {}
+        by_dependency: dict[str, set[int]] = {}
+        for i, alarm in enumerate(alarms):
+            for metric in self.alarm_metrics(alarm):
+                dims = metric.get("dimensions")
+                qname = dims.get("QueueName") if isinstance(dims, dict) else None
+                if isinstance(qname, str) and not is_unknown(qname):
+                    by_queue_name.setdefault(qname, set()).add(i)
+                else:
+                    for urn in alarm.prop_deps.get(str(metric.get("prop")), []):
+                        by_dependency.setdefault(urn, set()).add(i)
+        return alarms, by_queue_name, by_dependency
+
+    def alarms_for_queue(self, queue: Node) -> list[Node]:
+        """The metric alarms, in graph order, that may watch `queue`: every alarm of which
+        `alarm_watches_queue` accepts some metric for it (and possibly a few more), without
+        testing every alarm of the stack against every queue."""
+        alarms, by_queue_name, by_dependency = self._alarm_index
+        name = self.queue_name(queue)
+        if name is None:
+            return list(alarms)  # a literal QueueName may name it: no index narrows this down
+        positions = by_queue_name.get(name, set()) | by_dependency.get(queue.urn, set())
+        return [alarms[i] for i in sorted(positions)]
 
     # --- tables ------------------------------------------------------------------------------
 

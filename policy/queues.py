@@ -288,7 +288,6 @@ def _composite_notifies(graph: Graph, alarm: Node) -> bool:
 def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     metric_names = tuple(config.get("metricNames", ALARM_METRICS))
     findings: list[Finding] = []
-    alarms = graph.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
     users: dict[str, list[str]] = {
         urn: [r.source.label for r in redrives] for urn, redrives in graph.dlq_sources.items()
     }
@@ -298,7 +297,7 @@ def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
         dlq = graph.by_urn[dlq_urn]
         watching: list[tuple[Node, str]] = []  # alarms on the DLQ and why they fall short
         ok = False
-        for alarm in alarms:
+        for alarm in graph.alarms_for_queue(dlq):
             for metric in graph.alarm_metrics(alarm):
                 if not graph.alarm_watches_queue(alarm, metric, dlq):
                     continue

@@ -211,6 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # A stack of thousands of resources builds a large, long-lived object graph (registrations,
+    # protobufs, the resource graph); the default generation-0 threshold makes the collector
+    # re-scan it thousands of times, which made the check grow faster than the stack. Nothing
+    # here forms reference cycles worth collecting early, so collect far less often.
+    gc.set_threshold(50_000, 20, 100)
     exit_code = main()
     _close_event_loops()
     sys.exit(exit_code)

@@ -43,6 +43,7 @@ from emulator.observe import (
 )
 from emulator.poller import BatchOutcome, Poller
 from emulator.registry import MappingConfig
+from emulator.run_month import seed_billing_accounts
 from emulator.scheduler import fire, scheduled_time_for_month
 from emulator.session import StackSession, start_session, state_path
 from handlers.dispatch import env as dispatch_env
@@ -50,7 +51,6 @@ from handlers.dispatch.keys import idempotency_key as charge_key
 from handlers.runtime import env as runtime_env
 from handlers.runtime.observability import Outcome
 from ops import dlq as ops_dlq
-from ops.month import seed_billing_accounts
 from ops.outputs import Consumer, emulator_state_dir, find_consumers
 
 DEMO_MONTH = "2026-06"

@@ -10,7 +10,7 @@
 
 `make demo KEEP=1` saves its deploy (endpoint, outputs, function registry, mappings,
 schedules, alarms) to .emulator/<stack>.json and keeps polling; `attach_session(stack)` gives
-another process the same API over that kept emulator (the ops CLI uses it).
+another process the same API over that kept emulator (`emulator.run_month` uses it).
 """
 
 from __future__ import annotations

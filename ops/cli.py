@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from ops import dlq
 from ops.dlq import OpsError
-from ops.month import run_month_aws, run_month_emulator, validate_month
+from ops.month import run_month_aws, run_month_in_emulator, validate_month
 from ops.outputs import (
     Consumer,
     OutputsError,
@@ -274,11 +274,11 @@ def cmd_purge(args: argparse.Namespace) -> int:
 def cmd_run_month(args: argparse.Namespace) -> int:
     validate_month(args.month)
     if args.target == "emulator":
-        result = run_month_emulator(
+        # The emulator's program prints its progress and result itself.
+        return run_month_in_emulator(
             args.stack, args.month, seed=args.seed, project_dir=args.project
         )
-    else:
-        result = run_month_aws(_client(args, "lambda"), _outputs(args), args.month)
+    result = run_month_aws(_client(args, "lambda"), _outputs(args), args.month)
     print(json.dumps(result, indent=2, default=str))
     return 0
 

@@ -1,19 +1,28 @@
-"""run-month: invoke the monthly dispatcher for one month, on real AWS or in the emulator."""
+"""run-month: invoke the monthly dispatcher for one month, on real AWS or in the emulator.
+
+On AWS (or any endpoint that runs Lambda) this is a synchronous Invoke. The emulator path is
+the emulator's own program (`python -m emulator.run_month`), which this module runs as a child
+process: ops never imports the emulator.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from handlers.dispatch import env as dispatch_env
 from ops.dlq import OpsError
 from ops.outputs import find_value
 
 MANUAL_TRIGGER = "manual"
-DISPATCHER_HANDLER_PREFIX = "handlers.dispatch"
+# The emulator's entry for --target emulator, run from the repository that holds ops/.
+EMULATOR_RUN_MONTH = "emulator.run_month"
+REPO_DIR = Path(__file__).resolve().parent.parent
 
 
 def validate_month(month: str) -> str:
@@ -54,92 +63,34 @@ def run_month_aws(lambda_client: Any, outputs: dict[str, Any], month: str) -> di
     return {"function": name, "response": body}
 
 
-def run_month_emulator(
+def run_month_in_emulator(
     stack: str,
     month: str,
     *,
     seed: int = 0,
     project_dir: Path | None = None,
-    log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Invoke the dispatcher in-process against the kept emulator of `stack` (or a fresh one),
-    then drain the work queue through the charge consumer with the emulator poller."""
-    # Imported here: real-AWS use of the CLI needs neither moto nor the Pulumi runtime.
-    from emulator.invoke import handler_output_to, invoke
-    from emulator.session import attach_session, start_session
-    from ops.outputs import emulator_state_dir
+    out: Callable[[str], None] = print,
+) -> int:
+    """Run the emulator's own run-month entry as a child process, relaying its output.
 
+    The emulator is this repository's development tooling (moto, the Pulumi engine under
+    mocks); this CLI works against real AWS and never imports it, so it runs the emulator as
+    a program, as `--stack` runs the `pulumi` CLI. Returns 0, or 2 when the run failed (the
+    child has printed why on stderr)."""
     validate_month(month)
-    session = attach_session(stack)
-    if session is None:
-        log(f"no running emulator for stack {stack}: starting one and deploying the stack")
-        session = start_session(stack, project_dir) if project_dir else start_session(stack)
-    else:
-        log(f"attached to the kept emulator at {session.endpoint_url}")
-    try:
-        dispatchers = [
-            fn
-            for fn in session.registry.functions.values()
-            if fn.handler.startswith(DISPATCHER_HANDLER_PREFIX)
-        ]
-        if len(dispatchers) != 1:
-            raise OpsError(
-                f"expected one dispatcher function (handler {DISPATCHER_HANDLER_PREFIX}.*) in "
-                f"the emulator deploy of {stack}, found {len(dispatchers)}"
-            )
-        dispatcher = dispatchers[0]
-        if seed:
-            seeded = seed_billing_accounts(session.client("dynamodb"), dispatcher.environment, seed)
-            log(f"seeded {len(seeded)} active billing accounts")
-        log_path = emulator_state_dir() / f"run-month-{stack}.log"
-        # The handlers' log lines go to a file; stdout keeps the summary.
-        with handler_output_to(log_path):
-            result = invoke(
-                dispatcher,
-                manual_payload(month),
-                region=session.region,
-                endpoint_url=session.endpoint_url,
-            )
-            # The session's poller releases failed records at once instead of after the
-            # visibility timeout, so the drain finishes in seconds (a deliberate difference).
-            batches = session.drain(timeout_s=120) if result.ok else 0
-        if not result.ok:
-            raise OpsError(
-                f"dispatcher {dispatcher.name} failed: {result.error!r} (log {log_path})"
-            )
-        log(f"dispatcher {dispatcher.name}: {json.dumps(result.response, default=str)}")
-        log(f"drained {batches} batch(es) through the stack's event source mappings")
-        log(f"handler logs: {log_path}")
-        return {
-            "function": dispatcher.name,
-            "response": result.response,
-            "batches": batches,
-            "mappings": {m: vars(s) for m, s in session.poller.stats.items()},
-        }
-    finally:
-        session.close()
-
-
-def seed_billing_accounts(
-    ddb: Any, dispatcher_env: dict[str, str], count: int
-) -> list[tuple[str, str]]:
-    """Demo data for the dispatcher's billing_accounts table: `count` active employees,
-    spread over three tenants. Returns their (tenant_id, employee_id) keys."""
-    table = dispatcher_env.get(dispatch_env.BILLING_ACCOUNTS_TABLE)
-    if not table:
+    if not (REPO_DIR / "emulator" / "run_month.py").is_file():
         raise OpsError(
-            f"the dispatcher has no {dispatch_env.BILLING_ACCOUNTS_TABLE} variable: cannot seed"
+            f"--target emulator needs this repository's emulator/ next to ops/ in {REPO_DIR}; "
+            "for another emulator use --target aws with --endpoint-url"
         )
-    keys = [(f"tenant-{i % 3 + 1}", f"emp-{i:04d}") for i in range(count)]
-    for i, (tenant, employee) in enumerate(keys):
-        ddb.put_item(
-            TableName=table,
-            Item={
-                "tenant_id": {"S": tenant},
-                "employee_id": {"S": employee},
-                "amount": {"N": str(1000 + i)},
-                "currency": {"S": "JPY"},
-                "active": {"BOOL": True},
-            },
-        )
-    return keys
+    command = [sys.executable, "-u", "-m", EMULATOR_RUN_MONTH, "--stack", stack, "--month", month]
+    command += ["--seed", str(seed)]
+    if project_dir is not None:
+        command += ["--project", str(project_dir.resolve())]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_DIR), env.get("PYTHONPATH")) if p)
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            out(line.rstrip("\n"))
+    return 0 if child.returncode == 0 else 2

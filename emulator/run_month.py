@@ -19,7 +19,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emulator.deploy import PROJECT_DIR
+# The deploy's own error type: a stack program that cannot run, named with its cause.
+from emulator.deploy import PROJECT_DIR, ProgramError
 from emulator.invoke import handler_output_to, invoke
 from emulator.session import attach_session, start_session
 from handlers.dispatch import env as dispatch_env
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = run_month(args.stack, args.month, seed=args.seed, project_dir=args.project)
-    except (OpsError, OutputsError) as exc:
+    except (OpsError, OutputsError, ProgramError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (ClientError, BotoCoreError) as exc:

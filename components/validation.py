@@ -64,9 +64,20 @@ LAMBDA_RESERVED_ENV_PREFIXES = ("AWS_", "LAMBDA_")
 LAMBDA_RESERVED_ENV_KEYS = frozenset({"_HANDLER", "_X_AMZN_TRACE_ID", "TZ"})
 
 
-def fail(field: str, value: Any, rule: str) -> ValueError:
+class InvalidArgument(ValueError):
+    """A component argument that breaks a rule; ``field`` lets a caller that read the args
+    from somewhere else (stack config) name the value in its own terms."""
+
+    def __init__(self, field: str, value: Any, rule: str) -> None:
+        super().__init__(f"{field}={value!r}: {rule}")
+        self.field = field
+        self.value = value
+        self.rule = rule
+
+
+def fail(field: str, value: Any, rule: str) -> InvalidArgument:
     """The one error shape: field, offending value, rule (and the fix inside the rule)."""
-    return ValueError(f"{field}={value!r}: {rule}")
+    return InvalidArgument(field, value, rule)
 
 
 def check_range(field: str, value: Any, low: int, high: int, why: str = "") -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.stages import STAGES
 from tools import preview
 
 pytestmark = pytest.mark.infra
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.infra
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", STAGES)
 def test_preview_prints_the_tree_with_key_settings(
     stack: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

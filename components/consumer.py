@@ -13,7 +13,7 @@ import pulumi_aws as aws
 from handlers.runtime import env
 from policy import limits
 
-from . import alarms, iam
+from . import alarms, dashboards, iam
 from .bundle import handler_module_exists
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .function import FunctionSpec, create_function
@@ -35,6 +35,7 @@ CONSUMER_OUTPUTS = (
     "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
     "state_table_name", "state_table_arn", "business_table_name", "topic_arn",
     "function_name", "function_arn", "role_arn", "alarm_names", "alarm_topic_arn",
+    "dashboard_name",
 )  # fmt: skip
 """Every output of the component: its annotated attributes, registered under these names."""
 
@@ -72,6 +73,8 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
     """Names of every alarm the component created."""
     alarm_topic_arn: pulumi.Output[str]
     """Topic every alarm notifies (created or passed in)."""
+    dashboard_name: pulumi.Output[str | None]
+    """The consumer's CloudWatch dashboard; None with create_dashboard=False."""
 
     def __init__(
         self,
@@ -291,6 +294,28 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         ]
         all_alarms = [*queue_alarms, *fn.alarms]
 
+        # --- Dashboard -------------------------------------------------------------------------
+        dashboard_name: pulumi.Input[str] | None = None
+        if args.create_dashboard:
+            service_name = args.service_name or name
+            dashboard = dashboards.create_dashboard(
+                f"{name}-dashboard",
+                dashboard_name=f"{physical}-consumer",
+                regional_arn=queue.arn,
+                names={
+                    "queue_name": queue.name,
+                    "dlq_name": dlq.name,
+                    "function_name": fn.function.name,
+                },
+                build=lambda **names: dashboards.consumer_widgets(
+                    **names,
+                    metrics_namespace=args.metrics_namespace,
+                    service_name=service_name,
+                ),
+                parent=self,
+            )
+            dashboard_name = dashboard.dashboard_name
+
         # --- Outputs ---------------------------------------------------------------------------
         self.queue_url = queue.url
         self.queue_arn = queue.arn
@@ -307,4 +332,5 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         self.role_arn = fn.role.arn
         self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in all_alarms])
         self.alarm_topic_arn = pulumi.Output.from_input(alarm_topic_arn)
+        self.dashboard_name = pulumi.Output.from_input(dashboard_name)
         self.register_outputs({output: getattr(self, output) for output in CONSUMER_OUTPUTS})

@@ -149,6 +149,10 @@ class IdempotentQueueConsumerArgs:
     age_alarm_threshold_seconds: int | None = None
     """Default None = half the source retention (policy.limits.age_alarm_threshold): the other
     half is left for an operator to act before SQS deletes the message."""
+    create_dashboard: bool = True
+    """Default True: a CloudWatch dashboard ``<physical>-consumer`` with queue depth, age of the
+    oldest message, DLQ depth, the runtime's record outcomes and the function's errors,
+    throttles and duration: what an operator opens when an alarm fires. False opts out."""
 
     # --- Naming -------------------------------------------------------------------------------
     physical_name: str | None = None

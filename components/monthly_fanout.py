@@ -26,7 +26,7 @@ from handlers.dispatch import env as denv
 from handlers.runtime import env as renv
 from policy import limits
 
-from . import alarms, iam
+from . import alarms, dashboards, iam
 from .consumer import COMPONENT_TAG_KEY, CONSUMER_OUTPUTS, IdempotentQueueConsumer
 from .consumer_args import (
     DEFAULT_POWERTOOLS_LAYER_VERSION,
@@ -57,6 +57,7 @@ SCHEDULE_INPUT = json.dumps(
 """The target input: Scheduler substitutes the SCHEDULED time (not the delivery time), so a
 retry an hour late still names the same billing month."""
 CHILD_SUFFIX = "-charges"
+DISPATCHER_SUFFIX = "-dispatcher"
 MAX_FANOUT_PHYSICAL_NAME_LEN = MAX_PHYSICAL_NAME_LEN - len(CHILD_SUFFIX)
 RECURSIVE_LOOP_CHOICES = ("Allow", "Terminate")
 SOURCE_CHOICES = (denv.SOURCE_DYNAMODB, denv.SOURCE_S3)
@@ -68,7 +69,7 @@ LEDGER_TABLE = "ledger"
 FANOUT_OUTPUTS = (
     "schedule_name", "schedule_arn", "schedule_dlq_url", "dispatcher_name", "dispatcher_arn",
     "control_queue_url", "control_dlq_url", "runs_table_name", "billing_accounts_table_name",
-    "work_queue_url", "work_queue_arn", "alarm_names",
+    "work_queue_url", "work_queue_arn", "alarm_names", "dashboard_name",
 )  # fmt: skip
 """The component's own outputs; the consumer child's are registered as ``consumer_<output>``."""
 
@@ -169,6 +170,11 @@ class MonthlyFanoutArgs:
     alarm_topic_arn: pulumi.Input[str] | None = None
     """Default None = the consumer child's alarm topic (created by it) for every alarm here."""
     alarm_emails: Sequence[str] = ()
+    create_dashboard: bool = True
+    """Default True: a CloudWatch dashboard ``<physical>-fanout`` with the run's progress
+    (charges enqueued, rejected, segments handed off, charges processed), the work and control
+    queues, both DLQs and the dispatcher's errors and duration; the charge consumer gets its own.
+    False opts out of both."""
     physical_name: str | None = None
     """Default None = ``<name>-<stack>`` (at most 32 characters: the consumer child appends
     ``-charges`` and its own names stay within AWS limits)."""
@@ -304,6 +310,8 @@ class MonthlyFanout(pulumi.ComponentResource):
     billing_accounts_table_name: pulumi.Output[str | None]
     work_queue_url: pulumi.Output[str]
     work_queue_arn: pulumi.Output[str]
+    dashboard_name: pulumi.Output[str | None]
+    """The fan-out's CloudWatch dashboard; None with create_dashboard=False."""
     consumer: IdempotentQueueConsumer
     """The work queue + charge consumer child; its outputs are re-exported as consumer_*."""
     alarm_names: pulumi.Output[list[str]]
@@ -352,7 +360,8 @@ class MonthlyFanout(pulumi.ComponentResource):
                 kms_master_key_id=kms,
                 alarm_topic_arn=args.alarm_topic_arn,
                 alarm_emails=args.alarm_emails,
-                service_name=f"{name}-charges",
+                service_name=f"{name}{CHILD_SUFFIX}",
+                create_dashboard=args.create_dashboard,
                 physical_name=f"{physical}{CHILD_SUFFIX}",
                 tags=dict(args.tags),
             ),
@@ -464,7 +473,7 @@ class MonthlyFanout(pulumi.ComponentResource):
             denv.SEND_CONCURRENCY: str(args.send_concurrency),
             denv.TIME_RESERVE_MS: str(args.time_reserve_seconds * 1000),
             denv.MAX_HOPS: str(args.max_hops),
-            renv.POWERTOOLS_SERVICE_NAME: f"{name}-dispatcher",
+            renv.POWERTOOLS_SERVICE_NAME: f"{name}{DISPATCHER_SUFFIX}",
             renv.POWERTOOLS_LOG_LEVEL: args.log_level,
             renv.POWERTOOLS_METRICS_NAMESPACE: args.metrics_namespace,
         }
@@ -610,6 +619,30 @@ class MonthlyFanout(pulumi.ComponentResource):
             *dispatcher.alarms,
         ]
 
+        # --- Dashboard ---------------------------------------------------------------------------
+        dashboard_name: pulumi.Input[str] | None = None
+        if args.create_dashboard:
+            dashboard = dashboards.create_dashboard(
+                f"{name}-dashboard",
+                dashboard_name=f"{physical}-fanout",
+                regional_arn=control.queue.arn,
+                names={
+                    "dispatcher_name": fn.name,
+                    "control_queue_name": control.queue.name,
+                    "control_dlq_name": control.dlq.name,
+                    "schedule_dlq_name": schedule_dlq.name,
+                    "work_queue_name": self.consumer.queue_name,
+                },
+                build=lambda **names: dashboards.fanout_widgets(
+                    **names,
+                    metrics_namespace=args.metrics_namespace,
+                    dispatcher_service=f"{name}{DISPATCHER_SUFFIX}",
+                    consumer_service=f"{name}{CHILD_SUFFIX}",
+                ),
+                parent=self,
+            )
+            dashboard_name = dashboard.dashboard_name
+
         # --- Outputs -----------------------------------------------------------------------------
         self.schedule_name = schedule.name
         self.schedule_arn = schedule.arn
@@ -623,6 +656,7 @@ class MonthlyFanout(pulumi.ComponentResource):
         self.work_queue_url = self.consumer.queue_url
         self.work_queue_arn = self.consumer.queue_arn
         self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in own_alarms])
+        self.dashboard_name = pulumi.Output.from_input(dashboard_name)
         outputs: dict[str, pulumi.Input[object]] = {
             output: getattr(self, output) for output in FANOUT_OUTPUTS
         }

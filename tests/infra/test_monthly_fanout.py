@@ -31,6 +31,7 @@ FANOUT_OUTPUTS = (
     "work_queue_url",
     "work_queue_arn",
     "alarm_names",
+    "dashboard_name",
 )
 FanoutRunner = Callable[..., Run]
 

@@ -7,6 +7,8 @@ the alarms. Everything that decides which resources exist is validated first.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
 import pulumi_aws as aws
 
@@ -14,7 +16,13 @@ from handlers.runtime import env
 from policy import limits
 
 from . import alarms, dashboards, iam
-from .bundle import handler_module_exists
+from .bundle import (
+    CodeError,
+    archive_assets,
+    directory_files,
+    handler_module_exists,
+    user_code_archive,
+)
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .function import FunctionSpec, create_function
 from .powertools import deployment_layer_arn, region_and_partition_of
@@ -46,6 +54,31 @@ def account_of(arn: str) -> str:
     if len(parts) < 6 or not parts[4].isdigit():
         raise ValueError(f"arn={arn!r}: carries no account id")
     return parts[4]
+
+
+def consumer_code(args: IdempotentQueueConsumerArgs) -> pulumi.Archive | None:
+    """The function's archive: None = this repository's handlers/ bundle; otherwise the
+    user's code with the runtime merged in. Raises before any resource exists."""
+    if args.code_path is None and args.code is None:
+        if not handler_module_exists(args.handler):
+            raise fail(
+                "handler", args.handler, "names a module that is not in the handlers/ bundle"
+            )
+        return None
+    try:
+        if args.code_path is not None:
+            directory = Path(args.code_path)
+            if not directory.is_dir():
+                raise fail("code_path", args.code_path, "is not a directory")
+            return user_code_archive(
+                args.handler, directory_files(directory), "code_path", args.code_path
+            )
+        assert args.code is not None
+        return user_code_archive(
+            args.handler, archive_assets(args.code), "code", type(args.code).__name__
+        )
+    except CodeError as exc:
+        raise fail(exc.field, exc.value, exc.rule) from None
 
 
 class IdempotentQueueConsumer(pulumi.ComponentResource):
@@ -86,12 +119,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             raise fail("args", type(args).__name__, "must be IdempotentQueueConsumerArgs")
         physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
         visibility = validate_consumer_args(name, physical, args)
-        if not handler_module_exists(args.handler):
-            raise fail(
-                "handler",
-                args.handler,
-                "names a module that is not in the handlers/ bundle",
-            )
+        code = consumer_code(args)
         super().__init__(TYPE_TOKEN, name, None, opts)
 
         tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
@@ -228,6 +256,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             FunctionSpec(
                 function_name=f"{physical}-consumer",
                 handler=args.handler,
+                code=code,
                 runtime=args.runtime,
                 architecture=args.architecture,
                 timeout_seconds=args.function_timeout_seconds,

@@ -45,8 +45,20 @@ class IdempotentQueueConsumerArgs:
 
     # --- Function -----------------------------------------------------------------------------
     handler: str
-    """Required. Lambda handler inside the ``handlers/`` bundle, e.g. ``handlers.orders.handler``.
-    The archive holds ``handlers/`` only, so the module must live there."""
+    """Required. The Lambda handler string. Without ``code_path``/``code``: a handler inside
+    this repository's ``handlers/`` bundle, e.g. ``handlers.orders.handler``. With your own
+    code: a module path from the root of that code, e.g. ``app.handler`` for ``app.py``."""
+    code_path: str | None = None
+    """Default None = this repository's ``handlers/`` bundle. A directory with your own handler
+    code: it becomes the root of the function's archive and the component adds its runtime
+    (the ``handlers.runtime`` package your handler imports) to the same archive. Checked before
+    any resource: the handler's module is in it and it has no ``handlers/runtime`` of its own
+    (which would shadow ours)."""
+    code: pulumi.Archive | None = None
+    """Default None. Your code as a ``pulumi.AssetArchive`` (its keys are checked, as for
+    ``code_path``) or a ``pulumi.FileArchive`` of a directory; the alternative to
+    ``code_path``. Packed (zip/tar) and remote archives are refused: the runtime could not be
+    added to them and the handler module could not be checked."""
     function_timeout_seconds: int = 30
     """Default 30 s: enough for a batch of 10 short DynamoDB transactions plus an SNS publish;
     the visibility timeout is derived from it (1..900)."""

@@ -32,6 +32,7 @@ KEY_TYPES = ("S", "N", "B")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _HANDLER_RE = re.compile(r"^handlers(\.[A-Za-z_][A-Za-z0-9_]*)+\.[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_HANDLER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _ATTR_RE = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -125,11 +126,22 @@ def validate_consumer_args(name: str, physical_name: str, args: IdempotentQueueC
 
 
 def _validate_function(args: IdempotentQueueConsumerArgs) -> None:
-    if not isinstance(args.handler, str) or not _HANDLER_RE.match(args.handler):
+    if args.code_path is not None and args.code is not None:
+        raise fail("code", type(args.code).__name__, "give either code_path or code, not both")
+    if args.code_path is not None or args.code is not None:
+        if not isinstance(args.handler, str) or not _MODULE_HANDLER_RE.match(args.handler):
+            raise fail(
+                "handler",
+                args.handler,
+                "must be '<module>.<function>' (e.g. 'app.handler'), the module a path from "
+                "the root of your code",
+            )
+    elif not isinstance(args.handler, str) or not _HANDLER_RE.match(args.handler):
         raise fail(
             "handler",
             args.handler,
-            "must be 'handlers.<module>.<function>': the code archive holds handlers/ only",
+            "must be 'handlers.<module>.<function>' without code_path/code: the default "
+            "archive holds this repository's handlers/ only",
         )
     check_range(
         "function_timeout_seconds",

@@ -142,3 +142,15 @@ def test_every_plain_field_of_both_args_is_settable_from_config() -> None:
     assert args.schedule_expression_timezone == "UTC"
     with pytest.raises(ConfigError, match=r"consumers.x.tags.team=1: must be a string"):
         settings_to_kwargs("consumers.x", {"tags": {"team": 1}}, IdempotentQueueConsumerArgs)
+
+
+def test_a_consumer_of_its_own_code_is_a_config_entry_too(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def handler(event, context):\n    return {}\n")
+    run = run_with(
+        {"orders": {}, "payments": {"handler": "app.handler", "codePath": str(tmp_path)}}
+    )
+    assert function(run, "payments-consumer")["handler"] == "app.handler"
+    with pytest.raises(
+        ProgramError, match=r"consumers\.payments\.code=.*cannot be set from config"
+    ):
+        run_with({"payments": {"handler": "app.handler", "code": "x"}})

@@ -24,11 +24,12 @@ from .bundle import (
     user_code_archive,
 )
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
+from .consumer_validation import validate_consumer_args
 from .function import FunctionSpec, create_function
 from .powertools import deployment_layer_arn, region_and_partition_of
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
-from .validation import fail, validate_consumer_args
+from .validation import fail
 
 __all__ = [
     "CONSUMER_OUTPUTS",

@@ -3,7 +3,10 @@ archive, under the same IAM, environment and validation as the reference consume
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pulumi
@@ -169,3 +172,36 @@ def test_code_that_cannot_take_the_runtime_is_refused(
     assert len(errors) == 1, "the code was accepted"
     assert message in str(errors[0])
     assert run.registered == []
+
+
+def test_the_shipped_archive_imports_on_its_own(tmp_path: Path, user_code: Path) -> None:
+    """Unpacked alone (as Lambda does into /var/task), the archive's handler imports our
+    runtime from the archive itself: nothing else of this repository is needed."""
+    (user_code / "app.py").write_text(
+        "from handlers.runtime import Consumer, lambda_handler\n"
+        "import handlers.runtime.entry\n"
+        "def handler(event, context):\n"
+        "    return {'batchItemFailures': []}\n"
+    )
+    files = bundle.directory_files(user_code)
+    archive = bundle.user_code_archive("app.handler", files, "code_path", str(user_code))
+    task = tmp_path / "task"
+    for key, asset in archive.assets.items():
+        assert isinstance(asset, pulumi.FileAsset)
+        (task / key).parent.mkdir(parents=True, exist_ok=True)
+        (task / key).write_bytes(Path(asset.path).read_bytes())
+    probe = (
+        "import app, handlers.runtime, sys;"
+        "assert handlers.runtime.__file__.startswith(sys.argv[1]), handlers.runtime.__file__;"
+        "print(app.handler({'Records': []}, None))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(task)],
+        cwd=task,
+        env={**os.environ, "PYTHONPATH": str(task), "AWS_DEFAULT_REGION": "us-east-1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "batchItemFailures" in done.stdout

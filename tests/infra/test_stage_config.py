@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components import IdempotentQueueConsumerArgs, MonthlyFanoutArgs
 from components.stage_config import ConfigError, build_args, settings_to_kwargs
 from policy.program import ProgramError, ProgramRun, run_program
-from tests.stages import PROJECT_DIR, STAGES, stages
+from tests.stages import PROJECT_DIR, STAGES, stack_files, stages
 
 pytestmark = pytest.mark.infra
 
@@ -154,3 +155,12 @@ def test_a_consumer_of_its_own_code_is_a_config_entry_too(tmp_path: Path) -> Non
         ProgramError, match=r"consumers\.payments\.code=.*cannot be set from config"
     ):
         run_with({"payments": {"handler": "app.handler", "code": "x"}})
+
+
+@pytest.mark.parametrize("stack", sorted(stack_files()))
+def test_every_stack_file_lists_its_consumers(stack: str) -> None:
+    """A stack value replaces the Pulumi.yaml default whole: with the consumers listed in the
+    stack file, `pulumi config set --path 'consumers.<new>.handler'` adds a consumer instead of
+    silently dropping the default ones."""
+    config = yaml.safe_load(stack_files()[stack].read_text())["config"]
+    assert "orders" in config["idempotent-messaging:consumers"]

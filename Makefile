@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-STACKS := dev prod
+# Stages: one per Pulumi.<stage>.yaml, so a new stage is one new file. A stack file that points
+# the provider at a local emulator (sets aws:endpoints, e.g. Pulumi.localstack.yaml) is a local
+# target, not a stage: CI can neither preview nor deploy it. tests/stages.py applies the same rule.
+STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(shell grep -L '^ *aws:endpoints:' Pulumi.*.yaml)))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint test unit policy demo bench run-month lock clean
+.PHONY: help install lint test unit policy stacks demo bench run-month lock clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,7 +27,10 @@ lint: install ## ruff (lint + format check), mypy, import-layer contracts
 	$(BIN)/mypy .
 	$(BIN)/lint-imports
 
-policy: install ## Offline policy check of the dev and prod stacks, as `pulumi up` and as `pulumi preview`
+stacks: ## Print the stages (every Pulumi.<stage>.yaml that deploys to AWS)
+	@echo $(STACKS)
+
+policy: install ## Offline policy check of every stage, as `pulumi up` and as `pulumi preview`
 	@for s in $(STACKS); do \
 	  for m in "" "--preview"; do \
 	    echo "== policy check: stack $$s $${m:-(up)}"; \

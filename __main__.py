@@ -1,6 +1,15 @@
-"""The reference stack: the seed-000 `orders` consumer and the seed-003 `monthly-charge` batch."""
+"""The reference stack: every consumer and fan-out listed in the stage config.
+
+The reference consumer ``orders`` (event-id claims, an ``order_records`` table, a
+notification topic) and the ``monthly-charge`` fan-out (tenant claims, a ledger) come from
+``consumers`` / ``fanouts`` in Pulumi.yaml and each ``Pulumi.<stage>.yaml``.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 
@@ -14,7 +23,26 @@ from components import (
     MonthlyFanoutArgs,
     alarms,
 )
-from components.stage_config import StageConfig
+from components.stage_config import (
+    CONSUMERS_KEY,
+    FANOUTS_KEY,
+    StageConfig,
+    build_args,
+    config_path,
+    settings_to_kwargs,
+)
+
+REFERENCE_CONSUMERS: Mapping[str, Mapping[str, Any]] = {
+    "orders": {
+        "handler": "handlers.orders.handler",
+        "business_table": BusinessTableArgs(name="order_records", hash_key="order_id"),
+        "create_notification_topic": True,
+        "service_name": "orders",
+    },
+}
+"""What this repository's consumers need in every stage (their code and tables); the stage
+config adds the sizes. A consumer the config names but this map does not gives its own
+``handler`` (and ``businessTable``) in config."""
 
 
 def build_alarm_topic(stage: StageConfig) -> pulumi.Output[str]:
@@ -28,44 +56,40 @@ def build_alarm_topic(stage: StageConfig) -> pulumi.Output[str]:
     return topic.topic.arn
 
 
-def build_orders(stage: StageConfig, alarm_topic_arn: pulumi.Input[str]) -> IdempotentQueueConsumer:
-    """Seed 000: standard queue -> orders handler; order_records keyed by order_id; SNS topic."""
-    return IdempotentQueueConsumer(
-        "orders",
-        IdempotentQueueConsumerArgs(
-            handler="handlers.orders.handler",
-            function_timeout_seconds=stage.orders_function_timeout_seconds,
-            memory_size_mb=stage.orders_memory_size_mb,
-            batch_size=stage.orders_batch_size,
-            maximum_batching_window_seconds=stage.orders_max_batching_window_seconds,
-            max_receive_count=stage.orders_max_receive_count,
-            reserved_concurrency=stage.orders_reserved_concurrency,
-            maximum_concurrency=stage.orders_max_concurrency,
-            age_alarm_threshold_seconds=stage.orders_age_alarm_threshold_seconds,
-            business_table=BusinessTableArgs(name="order_records", hash_key="order_id"),
-            create_notification_topic=True,
-            alarm_topic_arn=alarm_topic_arn,
-            log_level=stage.log_level,
-            log_retention_days=stage.log_retention_days,
-            tracing=stage.tracing,
-            service_name="orders",
-        ),
-    )
+def stack_wide(stage: StageConfig) -> dict[str, Any]:
+    """Settings every component of the stack shares (an instance's config may override them)."""
+    return {
+        "log_level": stage.log_level,
+        "log_retention_days": stage.log_retention_days,
+        "tracing": stage.tracing,
+    }
 
 
-def build_monthly_charge(stage: StageConfig, alarm_topic_arn: pulumi.Input[str]) -> MonthlyFanout:
-    """Seed 003: the monthly charge batch, fired by cron in the stage's time zone."""
-    return MonthlyFanout(
-        "monthly-charge",
-        MonthlyFanoutArgs(
-            schedule_expression=stage.monthly_charge_cron,
-            schedule_expression_timezone=stage.monthly_charge_timezone,
-            alarm_topic_arn=alarm_topic_arn,
-            log_level=stage.log_level,
-            log_retention_days=stage.log_retention_days,
-            tracing=stage.tracing,
-        ),
-    )
+def consumer_args(
+    name: str, settings: Mapping[str, Any], shared: Mapping[str, Any]
+) -> IdempotentQueueConsumerArgs:
+    path = f"{CONSUMERS_KEY}.{name}"
+    kwargs = {
+        **REFERENCE_CONSUMERS.get(name, {}),
+        **shared,
+        **settings_to_kwargs(path, settings, IdempotentQueueConsumerArgs),
+    }
+    args: IdempotentQueueConsumerArgs = build_args(path, IdempotentQueueConsumerArgs, kwargs)
+    return args
+
+
+def fanout_args(
+    name: str, settings: Mapping[str, Any], shared: Mapping[str, Any]
+) -> MonthlyFanoutArgs:
+    path = f"{FANOUTS_KEY}.{name}"
+    kwargs = {**shared, **settings_to_kwargs(path, settings, MonthlyFanoutArgs)}
+    args: MonthlyFanoutArgs = build_args(path, MonthlyFanoutArgs, kwargs)
+    return args
+
+
+def export_name(name: str) -> str:
+    """Stack output prefix of an instance: ``monthly-charge`` -> ``monthly_charge``."""
+    return name.replace("-", "_")
 
 
 def export_fanout(prefix: str, fanout: MonthlyFanout) -> None:
@@ -79,12 +103,31 @@ def export_consumer(prefix: str, consumer: IdempotentQueueConsumer) -> None:
         pulumi.export(f"{prefix}_{output}", getattr(consumer, output))
 
 
+def with_stack_alarm_topic(args: Any, alarm_topic_arn: pulumi.Input[str]) -> Any:
+    """The stack's alarm topic, unless the instance's config names its own topic or emails
+    (emails subscribe to a topic the component creates for itself)."""
+    if args.alarm_topic_arn is not None or args.alarm_emails:
+        return args
+    return dataclasses.replace(args, alarm_topic_arn=alarm_topic_arn)
+
+
 def main() -> None:
     stage = StageConfig.from_pulumi_config(pulumi.Config())
+    shared = stack_wide(stage)
+    # Every instance's settings are type-checked before the first resource exists.
+    consumers = {n: consumer_args(n, s, shared) for n, s in sorted(stage.consumers.items())}
+    fanouts = {n: fanout_args(n, s, shared) for n, s in sorted(stage.fanouts.items())}
+
     alarm_topic_arn = build_alarm_topic(stage)
     pulumi.export("alarm_topic_arn", alarm_topic_arn)
-    export_consumer("orders", build_orders(stage, alarm_topic_arn))
-    export_fanout("monthly_charge", build_monthly_charge(stage, alarm_topic_arn))
+    for name, args in consumers.items():
+        with config_path(f"{CONSUMERS_KEY}.{name}"):
+            consumer = IdempotentQueueConsumer(name, with_stack_alarm_topic(args, alarm_topic_arn))
+        export_consumer(export_name(name), consumer)
+    for name, f_args in fanouts.items():
+        with config_path(f"{FANOUTS_KEY}.{name}"):
+            fanout = MonthlyFanout(name, with_stack_alarm_topic(f_args, alarm_topic_arn))
+        export_fanout(export_name(name), fanout)
 
 
 main()

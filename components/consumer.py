@@ -7,20 +7,29 @@ the alarms. Everything that decides which resources exist is validated first.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
 import pulumi_aws as aws
 
 from handlers.runtime import env
 from policy import limits
 
-from . import alarms, iam
-from .bundle import handler_module_exists
+from . import alarms, dashboards, iam
+from .bundle import (
+    CodeError,
+    archive_assets,
+    directory_files,
+    handler_module_exists,
+    user_code_archive,
+)
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
+from .consumer_validation import validate_consumer_args
 from .function import FunctionSpec, create_function
 from .powertools import deployment_layer_arn, region_and_partition_of
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
-from .validation import fail, validate_consumer_args
+from .validation import fail
 
 __all__ = [
     "CONSUMER_OUTPUTS",
@@ -35,6 +44,7 @@ CONSUMER_OUTPUTS = (
     "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
     "state_table_name", "state_table_arn", "business_table_name", "topic_arn",
     "function_name", "function_arn", "role_arn", "alarm_names", "alarm_topic_arn",
+    "dashboard_name",
 )  # fmt: skip
 """Every output of the component: its annotated attributes, registered under these names."""
 
@@ -45,6 +55,31 @@ def account_of(arn: str) -> str:
     if len(parts) < 6 or not parts[4].isdigit():
         raise ValueError(f"arn={arn!r}: carries no account id")
     return parts[4]
+
+
+def consumer_code(args: IdempotentQueueConsumerArgs) -> pulumi.Archive | None:
+    """The function's archive: None = this repository's handlers/ bundle; otherwise the
+    user's code with the runtime merged in. Raises before any resource exists."""
+    if args.code_path is None and args.code is None:
+        if not handler_module_exists(args.handler):
+            raise fail(
+                "handler", args.handler, "names a module that is not in the handlers/ bundle"
+            )
+        return None
+    try:
+        if args.code_path is not None:
+            directory = Path(args.code_path)
+            if not directory.is_dir():
+                raise fail("code_path", args.code_path, "is not a directory")
+            return user_code_archive(
+                args.handler, directory_files(directory), "code_path", args.code_path
+            )
+        assert args.code is not None
+        return user_code_archive(
+            args.handler, archive_assets(args.code), "code", type(args.code).__name__
+        )
+    except CodeError as exc:
+        raise fail(exc.field, exc.value, exc.rule) from None
 
 
 class IdempotentQueueConsumer(pulumi.ComponentResource):
@@ -72,6 +107,8 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
     """Names of every alarm the component created."""
     alarm_topic_arn: pulumi.Output[str]
     """Topic every alarm notifies (created or passed in)."""
+    dashboard_name: pulumi.Output[str | None]
+    """The consumer's CloudWatch dashboard; None with create_dashboard=False."""
 
     def __init__(
         self,
@@ -83,12 +120,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             raise fail("args", type(args).__name__, "must be IdempotentQueueConsumerArgs")
         physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
         visibility = validate_consumer_args(name, physical, args)
-        if not handler_module_exists(args.handler):
-            raise fail(
-                "handler",
-                args.handler,
-                "names a module that is not in the handlers/ bundle",
-            )
+        code = consumer_code(args)
         super().__init__(TYPE_TOKEN, name, None, opts)
 
         tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
@@ -225,6 +257,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             FunctionSpec(
                 function_name=f"{physical}-consumer",
                 handler=args.handler,
+                code=code,
                 runtime=args.runtime,
                 architecture=args.architecture,
                 timeout_seconds=args.function_timeout_seconds,
@@ -291,6 +324,28 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         ]
         all_alarms = [*queue_alarms, *fn.alarms]
 
+        # --- Dashboard -------------------------------------------------------------------------
+        dashboard_name: pulumi.Input[str] | None = None
+        if args.create_dashboard:
+            service_name = args.service_name or name
+            dashboard = dashboards.create_dashboard(
+                f"{name}-dashboard",
+                dashboard_name=f"{physical}-consumer",
+                regional_arn=queue.arn,
+                names={
+                    "queue_name": queue.name,
+                    "dlq_name": dlq.name,
+                    "function_name": fn.function.name,
+                },
+                build=lambda **names: dashboards.consumer_widgets(
+                    **names,
+                    metrics_namespace=args.metrics_namespace,
+                    service_name=service_name,
+                ),
+                parent=self,
+            )
+            dashboard_name = dashboard.dashboard_name
+
         # --- Outputs ---------------------------------------------------------------------------
         self.queue_url = queue.url
         self.queue_arn = queue.arn
@@ -307,4 +362,5 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         self.role_arn = fn.role.arn
         self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in all_alarms])
         self.alarm_topic_arn = pulumi.Output.from_input(alarm_topic_arn)
+        self.dashboard_name = pulumi.Output.from_input(dashboard_name)
         self.register_outputs({output: getattr(self, output) for output in CONSUMER_OUTPUTS})

@@ -1,6 +1,7 @@
 """Arguments of the IdempotentQueueConsumer component (pure data, no resources).
 
-Every default lives here, with its reason. Plain ``int``/``bool``/``str`` for everything that
+Every default lives here (or, for the settings every function shares, in function_args),
+with its reason. Plain ``int``/``bool``/``str`` for everything that
 decides WHICH resources exist; ``pulumi.Input`` only where a value may come from another
 resource (ARNs, names, KMS keys).
 """
@@ -15,9 +16,23 @@ import pulumi
 from handlers.runtime import env
 from policy import limits
 
+from .function_args import (
+    CONSUMER_MEMORY_MB,
+    CONSUMER_TIMEOUT_SECONDS,
+    DEFAULT_POWERTOOLS_LAYER_VERSION,
+    FunctionArgs,
+)
+
+__all__ = [
+    "DEFAULT_POWERTOOLS_LAYER_VERSION",
+    "STRATEGY_POWERTOOLS",
+    "STRATEGY_TRANSACTIONAL",
+    "BusinessTableArgs",
+    "IdempotentQueueConsumerArgs",
+]
+
 DEFAULT_MESSAGE_RETENTION_SECONDS = 4 * 24 * 3600
 DEFAULT_DLQ_RETENTION_SECONDS = limits.SQS_MAX_RETENTION_S
-DEFAULT_POWERTOOLS_LAYER_VERSION = 27
 STRATEGY_TRANSACTIONAL = env.STRATEGY_TRANSACTIONAL
 STRATEGY_POWERTOOLS = env.STRATEGY_POWERTOOLS
 
@@ -40,46 +55,43 @@ class BusinessTableArgs:
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdempotentQueueConsumerArgs:
-    """Everything an SQS -> Lambda consumer with exactly-once DB effects needs."""
+class IdempotentQueueConsumerArgs(FunctionArgs):
+    """Everything an SQS -> Lambda consumer with exactly-once DB effects needs (plus the
+    FunctionArgs every component's functions share: architecture, runtime, Powertools layer,
+    logging, metrics namespace, tracing)."""
 
     # --- Function -----------------------------------------------------------------------------
     handler: str
-    """Required. Lambda handler inside the ``handlers/`` bundle, e.g. ``handlers.orders.handler``.
-    The archive holds ``handlers/`` only, so the module must live there."""
-    function_timeout_seconds: int = 30
+    """Required. The Lambda handler string. Without ``code_path``/``code``: a handler inside
+    this repository's ``handlers/`` bundle, e.g. ``handlers.orders.handler``. With your own
+    code: a module path from the root of that code, e.g. ``app.handler`` for ``app.py``."""
+    code_path: str | None = None
+    """Default None = this repository's ``handlers/`` bundle. A directory with your own handler
+    code: it becomes the root of the function's archive and the component adds its runtime
+    (the ``handlers.runtime`` package your handler imports) to the same archive. Checked before
+    any resource: the handler's module is in it and it has no ``handlers/runtime`` of its own
+    (which would shadow ours)."""
+    code: pulumi.Archive | None = None
+    """Default None. Your code as a ``pulumi.AssetArchive`` (its keys are checked, as for
+    ``code_path``) or a ``pulumi.FileArchive`` of a directory; the alternative to
+    ``code_path``. Packed (zip/tar) and remote archives are refused: the runtime could not be
+    added to them and the handler module could not be checked."""
+    function_timeout_seconds: int = CONSUMER_TIMEOUT_SECONDS
     """Default 30 s: enough for a batch of 10 short DynamoDB transactions plus an SNS publish;
     the visibility timeout is derived from it (1..900)."""
-    memory_size_mb: int = 256
+    memory_size_mb: int = CONSUMER_MEMORY_MB
     """Default 256 MB: Powertools + boto3 cold starts stay fast; 128..10240."""
-    architecture: str = "arm64"
-    """Default ``arm64`` (Graviton: cheaper per ms). ``x86_64`` is the alternative."""
-    runtime: str = "python3.12"
-    """Default ``python3.12``; ``python3.13`` also accepted. Older runtimes have no Powertools v3
-    layer and are refused."""
     reserved_concurrency: int | None = None
     """Default None (unreserved). Set it to cap the function (and protect downstreams); must be
     >= maximum_concurrency when both are set, or the mapping gets throttled."""
-    tracing: bool = False
-    """Default False. True turns on X-Ray active tracing and grants the X-Ray write actions."""
-    log_retention_days: int = 30
-    """Default 30 days: enough to investigate a DLQ alarm; a CloudWatch-allowed value."""
-    log_level: str = "INFO"
-    """Default ``INFO`` (POWERTOOLS_LOG_LEVEL)."""
     service_name: str | None = None
     """Default None = the component name (POWERTOOLS_SERVICE_NAME)."""
-    metrics_namespace: str = "IdempotentMessaging"
-    """Default ``IdempotentMessaging`` (POWERTOOLS_METRICS_NAMESPACE)."""
     idempotency_strategy: str = STRATEGY_TRANSACTIONAL
     """Default ``transactional``: one TransactWriteItems writes claim + business row (seed 000).
     ``powertools`` uses Powertools' idempotency utility on the same state table."""
     environment: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """Extra environment variables. Default empty. May not override the reserved names the
     component sets (tables, topic, DLQ, Powertools settings)."""
-    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
-    """Default 27: the Powertools for AWS Lambda (Python) v3 public layer version listed in the
-    Powertools docs at the time of writing (same number for every region/arch/runtime). Bump it
-    as Powertools releases."""
 
     # --- Queues -------------------------------------------------------------------------------
     fifo: bool = False
@@ -149,6 +161,10 @@ class IdempotentQueueConsumerArgs:
     age_alarm_threshold_seconds: int | None = None
     """Default None = half the source retention (policy.limits.age_alarm_threshold): the other
     half is left for an operator to act before SQS deletes the message."""
+    create_dashboard: bool = True
+    """Default True: a CloudWatch dashboard ``<physical>-consumer`` with queue depth, age of the
+    oldest message, DLQ depth, the runtime's record outcomes and the function's errors,
+    throttles and duration: what an operator opens when an alarm fires. False opts out."""
 
     # --- Naming -------------------------------------------------------------------------------
     physical_name: str | None = None

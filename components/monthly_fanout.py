@@ -14,10 +14,6 @@ recursive-loop detection is set to Allow and the dispatcher bounds it itself (ma
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pulumi
 import pulumi_aws as aws
@@ -26,27 +22,18 @@ from handlers.dispatch import env as denv
 from handlers.runtime import env as renv
 from policy import limits
 
-from . import alarms, iam
+from . import alarms, dashboards, iam
 from .consumer import COMPONENT_TAG_KEY, CONSUMER_OUTPUTS, IdempotentQueueConsumer
-from .consumer_args import (
-    DEFAULT_POWERTOOLS_LAYER_VERSION,
-    BusinessTableArgs,
-    IdempotentQueueConsumerArgs,
-)
+from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
+from .fanout_args import MonthlyFanoutArgs
+from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
 from .powertools import deployment_layer_arn
 from .queues import QueuePairSpec, create_queue_pair, tls_only_policy
 from .tables import KeySchema, create_table
-from .validation import (
-    LOG_LEVELS,
-    LOG_RETENTION_DAYS,
-    MAX_PHYSICAL_NAME_LEN,
-    check_alarm_target,
-    check_choice,
-    check_name,
-    check_range,
-    fail,
-)
+from .validation import fail
+
+__all__ = ["FANOUT_OUTPUTS", "MonthlyFanout", "MonthlyFanoutArgs", "validate_fanout_args"]
 
 TYPE_TOKEN = "idempotent-messaging:components:MonthlyFanout"
 DISPATCHER_HANDLER = "handlers.dispatch.app.handler"
@@ -56,234 +43,15 @@ SCHEDULE_INPUT = json.dumps(
 )
 """The target input: Scheduler substitutes the SCHEDULED time (not the delivery time), so a
 retry an hour late still names the same billing month."""
-CHILD_SUFFIX = "-charges"
-MAX_FANOUT_PHYSICAL_NAME_LEN = MAX_PHYSICAL_NAME_LEN - len(CHILD_SUFFIX)
-RECURSIVE_LOOP_CHOICES = ("Allow", "Terminate")
-SOURCE_CHOICES = (denv.SOURCE_DYNAMODB, denv.SOURCE_S3)
-SCHEDULER_MAX_RETRY_ATTEMPTS = 185
-SCHEDULER_MIN_EVENT_AGE_S = 60
-SCHEDULER_MAX_EVENT_AGE_S = 86_400
+DISPATCHER_SUFFIX = "-dispatcher"
 CONTROL_RETENTION_SECONDS = 4 * 24 * 3600
 LEDGER_TABLE = "ledger"
 FANOUT_OUTPUTS = (
     "schedule_name", "schedule_arn", "schedule_dlq_url", "dispatcher_name", "dispatcher_arn",
     "control_queue_url", "control_dlq_url", "runs_table_name", "billing_accounts_table_name",
-    "work_queue_url", "work_queue_arn", "alarm_names",
+    "work_queue_url", "work_queue_arn", "alarm_names", "dashboard_name",
 )  # fmt: skip
 """The component's own outputs; the consumer child's are registered as ``consumer_<output>``."""
-
-_CRON_RE = re.compile(r"^cron\((\S+\s+){5}\S+\)$")
-_RATE_RE = re.compile(r"^rate\(\d+ (minute|minutes|hour|hours|day|days)\)$")
-_AT_RE = re.compile(r"^at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\)$")
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class MonthlyFanoutArgs:
-    """Everything a monthly, idempotent fan-out needs. Only the time zone is required."""
-
-    # --- Schedule -------------------------------------------------------------------------------
-    schedule_expression_timezone: str
-    """Required. IANA time zone of the cron AND of the billing month (e.g. ``Asia/Tokyo``):
-    00:30 on the 1st in Tokyo is already the new month while UTC is still on the last day."""
-    schedule_expression: str = "cron(0 3 1 * ? *)"
-    """Default 03:00 on the 1st of every month (seed 003). ``cron(...)``, ``rate(...)`` or
-    ``at(...)`` as EventBridge Scheduler accepts them."""
-    schedule_enabled: bool = True
-    """Default True. False creates the schedule DISABLED (e.g. a stage that only backfills)."""
-    retry_maximum_attempts: int = 3
-    """Default 3 (seed 003): Scheduler retries a failed delivery to the dispatcher; 0..185."""
-    retry_maximum_event_age_seconds: int = 3600
-    """Default 3600 s (seed 003): after an hour the fire goes to the schedule DLQ; 60..86400."""
-
-    # --- Dispatcher -----------------------------------------------------------------------------
-    item_source: str = denv.SOURCE_DYNAMODB
-    """Default ``dynamodb``: the ``billing_accounts`` table (created here or passed in).
-    ``s3``: a JSONL manifest per month in ``manifest_bucket_name``."""
-    existing_billing_accounts_table_name: pulumi.Input[str] | None = None
-    """Default None = create ``<physical>-billing-accounts`` (tenant_id + employee_id)."""
-    existing_billing_accounts_table_arn: pulumi.Input[str] | None = None
-    """ARN of that existing table (the Scan grant is scoped to it); required with the name."""
-    manifest_bucket_name: str | None = None
-    """Required when item_source is ``s3``: the bucket holding the manifests."""
-    manifest_key_template: str = "billing/{month}.jsonl"
-    """Default ``billing/{month}.jsonl``: must contain ``{month}`` (one manifest per month)."""
-    existing_runs_table_name: pulumi.Input[str] | None = None
-    """Default None = create ``<physical>-runs`` (partition key ``month``)."""
-    existing_runs_table_arn: pulumi.Input[str] | None = None
-    """ARN of that existing runs table; required with the name."""
-    dispatcher_timeout_seconds: int = 900
-    """Default 900 s (Lambda's maximum): a long invocation hands off rarely; 60..900."""
-    dispatcher_memory_size_mb: int = 1024
-    """Default 1024 MB: CPU (proportional to memory) for JSON and TLS of parallel sends."""
-    scan_segments: int = denv.DEFAULT_SCAN_SEGMENTS
-    """Default 16 parallel scan segments (also the cap of parallel continuation workers)."""
-    scan_page_size: int = denv.DEFAULT_SCAN_PAGE_SIZE
-    """Default 1000 items per page = per checkpoint; a crash re-sends at most one page."""
-    send_concurrency: int = denv.DEFAULT_SEND_CONCURRENCY
-    """Default 16 threads sending SendMessageBatch calls in parallel."""
-    time_reserve_seconds: int = denv.DEFAULT_TIME_RESERVE_MS // 1000
-    """Default 60 s: stop taking pages with this much time left, checkpoint, hand off."""
-    max_hops: int = denv.DEFAULT_MAX_HOPS
-    """Default 48 continuations per segment: the runaway bound that replaces Lambda's."""
-    recursive_loop: str = "Allow"
-    """Default ``Allow``: continuations are a deliberate dispatcher -> SQS -> dispatcher loop
-    that Lambda would stop after ~16 hops; the dispatcher's own max_hops bounds it instead.
-    ``Terminate`` keeps AWS's stop (safe whenever a run needs fewer than 16 hand-offs)."""
-    async_retry_attempts: int = 2
-    """Default 2 (Lambda's maximum): Lambda's retries of a failed scheduled invocation (they
-    resume from the run record's checkpoints); after them the event goes to the schedule DLQ."""
-    reserved_concurrency: int | None = None
-    """Default None. Caps the dispatcher (schedule fires + continuation workers)."""
-
-    # --- Work queue and charge consumer (an IdempotentQueueConsumer child) ----------------------
-    consumer_function_timeout_seconds: int = 30
-    """Default 30 s: a batch of 10 charges is one transaction + one PublishBatch + one write."""
-    consumer_memory_size_mb: int = 256
-    consumer_maximum_concurrency: int | None = None
-    """Default None. 2..1000 caps the charge consumer (FIFO: also bounded by message groups)."""
-    consumer_reserved_concurrency: int | None = None
-    max_receive_count: int = 5
-    """Default 5 (seed 003) for the work queue; 3..20."""
-    work_queue_high_throughput: bool = True
-    """Default True: the work queue (and its DLQ) use SQS high-throughput FIFO. A plain FIFO
-    queue takes 300 SendMessageBatch calls/s, i.e. 3,000 charges/s for the whole queue, so a
-    1,000,000-item month would need over 5 minutes of sending at best; high-throughput mode
-    limits per message group (``<tenant>#<month>``) instead, and the per-group deduplication
-    it implies is exact here because a charge's dedup id and its group both come from its
-    tenant and month. False keeps the per-queue limit (e.g. a region without the mode)."""
-    claim_ttl_seconds: int = renv.DEFAULT_CLAIM_TTL_SECONDS
-    """Default 90 days (seed 003): charge claims outlive any redelivery of the month."""
-
-    # --- Shared ---------------------------------------------------------------------------------
-    architecture: str = "arm64"
-    runtime: str = "python3.12"
-    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
-    log_retention_days: int = 30
-    log_level: str = "INFO"
-    metrics_namespace: str = "IdempotentMessaging"
-    tracing: bool = False
-    kms_master_key_id: pulumi.Input[str] | None = None
-    """Default None (SQS-managed SSE, AWS-managed table keys). A KMS key ARN encrypts queues
-    and tables with it and grants both functions its use."""
-    alarm_topic_arn: pulumi.Input[str] | None = None
-    """Default None = the consumer child's alarm topic (created by it) for every alarm here."""
-    alarm_emails: Sequence[str] = ()
-    physical_name: str | None = None
-    """Default None = ``<name>-<stack>`` (at most 32 characters: the consumer child appends
-    ``-charges`` and its own names stay within AWS limits)."""
-    tags: Mapping[str, str] = field(default_factory=dict)
-
-
-def validate_fanout_args(name: str, physical: str, args: MonthlyFanoutArgs) -> None:
-    """Every arg, before any resource exists; ValueError naming field, value and rule."""
-    check_name("name", name, 64)
-    check_name("physical_name", physical, MAX_FANOUT_PHYSICAL_NAME_LEN)
-    tz = args.schedule_expression_timezone
-    try:
-        if not isinstance(tz, str) or not tz:
-            raise ValueError
-        ZoneInfo(tz)
-    except (ValueError, ZoneInfoNotFoundError):
-        raise fail(
-            "schedule_expression_timezone", tz, "must be an IANA time zone such as 'Asia/Tokyo'"
-        ) from None
-    expr = args.schedule_expression
-    if not isinstance(expr, str) or not (
-        _CRON_RE.match(expr) or _RATE_RE.match(expr) or _AT_RE.match(expr)
-    ):
-        raise fail(
-            "schedule_expression",
-            expr,
-            "must be 'cron(min hour day-of-month month day-of-week year)' (six fields), "
-            "'rate(N unit)' or 'at(yyyy-mm-ddThh:mm:ss)'",
-        )
-    check_range(
-        "retry_maximum_attempts", args.retry_maximum_attempts, 0, SCHEDULER_MAX_RETRY_ATTEMPTS
-    )
-    check_range(
-        "retry_maximum_event_age_seconds",
-        args.retry_maximum_event_age_seconds,
-        SCHEDULER_MIN_EVENT_AGE_S,
-        SCHEDULER_MAX_EVENT_AGE_S,
-        " seconds (EventBridge Scheduler's limits)",
-    )
-    check_choice("item_source", args.item_source, SOURCE_CHOICES)
-    _pair(
-        "existing_billing_accounts_table",
-        args.existing_billing_accounts_table_name,
-        args.existing_billing_accounts_table_arn,
-    )
-    _pair("existing_runs_table", args.existing_runs_table_name, args.existing_runs_table_arn)
-    if args.item_source == denv.SOURCE_S3:
-        if not isinstance(args.manifest_bucket_name, str) or not _BUCKET_RE.match(
-            args.manifest_bucket_name
-        ):
-            raise fail(
-                "manifest_bucket_name",
-                args.manifest_bucket_name,
-                "must be an S3 bucket name when item_source is 's3'",
-            )
-        if args.existing_billing_accounts_table_name is not None:
-            raise fail(
-                "existing_billing_accounts_table_name",
-                args.existing_billing_accounts_table_name,
-                "is unused when item_source is 's3'; remove it",
-            )
-    elif args.manifest_bucket_name is not None:
-        raise fail(
-            "manifest_bucket_name",
-            args.manifest_bucket_name,
-            "is only read when item_source is 's3'",
-        )
-    if "{month}" not in args.manifest_key_template:
-        raise fail("manifest_key_template", args.manifest_key_template, "must contain '{month}'")
-    check_range(
-        "dispatcher_timeout_seconds",
-        args.dispatcher_timeout_seconds,
-        60,
-        limits.LAMBDA_MAX_TIMEOUT_S,
-        " seconds (a page, a checkpoint and a hand-off need at least a minute)",
-    )
-    check_range("dispatcher_memory_size_mb", args.dispatcher_memory_size_mb, 128, 10_240)
-    check_range("scan_segments", args.scan_segments, 1, 1000)
-    check_range("scan_page_size", args.scan_page_size, 1, 100_000)
-    check_range("send_concurrency", args.send_concurrency, 1, 256)
-    check_range(
-        "time_reserve_seconds",
-        args.time_reserve_seconds,
-        1,
-        args.dispatcher_timeout_seconds - 1,
-        f" (below dispatcher_timeout_seconds {args.dispatcher_timeout_seconds})",
-    )
-    check_range("max_hops", args.max_hops, 1, 10_000)
-    check_choice("recursive_loop", args.recursive_loop, RECURSIVE_LOOP_CHOICES)
-    check_range("async_retry_attempts", args.async_retry_attempts, 0, 2)
-    if args.reserved_concurrency is not None:
-        check_range(
-            "reserved_concurrency",
-            args.reserved_concurrency,
-            2,
-            100_000,
-            " (one for a schedule fire plus at least one continuation worker)",
-        )
-    check_choice("log_level", args.log_level, LOG_LEVELS)
-    if args.log_retention_days not in LOG_RETENTION_DAYS:
-        raise fail(
-            "log_retention_days",
-            args.log_retention_days,
-            f"must be a CloudWatch Logs retention value {list(LOG_RETENTION_DAYS)}",
-        )
-    check_alarm_target(args.alarm_emails, args.alarm_topic_arn)
-
-
-def _pair(field_name: str, name: object, arn: object) -> None:
-    if (name is None) != (arn is None):
-        raise fail(
-            f"{field_name}_name/_arn",
-            (name, arn),
-            "give both the name and the ARN (the grant is scoped to the ARN) or neither",
-        )
 
 
 class MonthlyFanout(pulumi.ComponentResource):
@@ -304,6 +72,8 @@ class MonthlyFanout(pulumi.ComponentResource):
     billing_accounts_table_name: pulumi.Output[str | None]
     work_queue_url: pulumi.Output[str]
     work_queue_arn: pulumi.Output[str]
+    dashboard_name: pulumi.Output[str | None]
+    """The fan-out's CloudWatch dashboard; None with create_dashboard=False."""
     consumer: IdempotentQueueConsumer
     """The work queue + charge consumer child; its outputs are re-exported as consumer_*."""
     alarm_names: pulumi.Output[list[str]]
@@ -352,7 +122,8 @@ class MonthlyFanout(pulumi.ComponentResource):
                 kms_master_key_id=kms,
                 alarm_topic_arn=args.alarm_topic_arn,
                 alarm_emails=args.alarm_emails,
-                service_name=f"{name}-charges",
+                service_name=f"{name}{CHILD_SUFFIX}",
+                create_dashboard=args.create_dashboard,
                 physical_name=f"{physical}{CHILD_SUFFIX}",
                 tags=dict(args.tags),
             ),
@@ -464,7 +235,7 @@ class MonthlyFanout(pulumi.ComponentResource):
             denv.SEND_CONCURRENCY: str(args.send_concurrency),
             denv.TIME_RESERVE_MS: str(args.time_reserve_seconds * 1000),
             denv.MAX_HOPS: str(args.max_hops),
-            renv.POWERTOOLS_SERVICE_NAME: f"{name}-dispatcher",
+            renv.POWERTOOLS_SERVICE_NAME: f"{name}{DISPATCHER_SUFFIX}",
             renv.POWERTOOLS_LOG_LEVEL: args.log_level,
             renv.POWERTOOLS_METRICS_NAMESPACE: args.metrics_namespace,
         }
@@ -610,6 +381,30 @@ class MonthlyFanout(pulumi.ComponentResource):
             *dispatcher.alarms,
         ]
 
+        # --- Dashboard ---------------------------------------------------------------------------
+        dashboard_name: pulumi.Input[str] | None = None
+        if args.create_dashboard:
+            dashboard = dashboards.create_dashboard(
+                f"{name}-dashboard",
+                dashboard_name=f"{physical}-fanout",
+                regional_arn=control.queue.arn,
+                names={
+                    "dispatcher_name": fn.name,
+                    "control_queue_name": control.queue.name,
+                    "control_dlq_name": control.dlq.name,
+                    "schedule_dlq_name": schedule_dlq.name,
+                    "work_queue_name": self.consumer.queue_name,
+                },
+                build=lambda **names: dashboards.fanout_widgets(
+                    **names,
+                    metrics_namespace=args.metrics_namespace,
+                    dispatcher_service=f"{name}{DISPATCHER_SUFFIX}",
+                    consumer_service=f"{name}{CHILD_SUFFIX}",
+                ),
+                parent=self,
+            )
+            dashboard_name = dashboard.dashboard_name
+
         # --- Outputs -----------------------------------------------------------------------------
         self.schedule_name = schedule.name
         self.schedule_arn = schedule.arn
@@ -623,6 +418,7 @@ class MonthlyFanout(pulumi.ComponentResource):
         self.work_queue_url = self.consumer.queue_url
         self.work_queue_arn = self.consumer.queue_arn
         self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in own_alarms])
+        self.dashboard_name = pulumi.Output.from_input(dashboard_name)
         outputs: dict[str, pulumi.Input[object]] = {
             output: getattr(self, output) for output in FANOUT_OUTPUTS
         }

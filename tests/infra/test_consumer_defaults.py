@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from components import CONSUMER_OUTPUTS
 from handlers.runtime import env
 from policy import limits
 
@@ -45,6 +46,7 @@ def test_default_resource_set(default_run: Run) -> None:
         "aws:cloudwatch/metricAlarm:MetricAlarm": 4,
         "aws:sns/topic:Topic": 1,  # the alarm topic; no notification topic by default
         "aws:kms/key:Key": 1,
+        "aws:cloudwatch/dashboard:Dashboard": 1,  # on by default (create_dashboard)
     }
 
 
@@ -256,9 +258,10 @@ def test_outputs_resolve_to_the_created_resources(default_run: Run) -> None:
 def test_every_output_is_registered_on_the_component(default_run: Run) -> None:
     component = default_run.one("idempotent-messaging:components:IdempotentQueueConsumer")
     registered = default_run.component_outputs[component.urn]
-    assert set(registered) <= set(OUTPUT_NAMES)
+    assert set(registered) <= set(CONSUMER_OUTPUTS)
     for output in OUTPUT_NAMES:
         assert registered.get(output) == default_run.values[output], output
+    assert registered["dashboard_name"] == "orders-test-consumer"
 
 
 def test_preview_builds_with_unknown_arns_and_known_settings(run_consumer: ConsumerRunner) -> None:

@@ -308,6 +308,8 @@ def test_tags_and_physical_name(run_consumer: ConsumerRunner) -> None:
             "aws:sqs/queuePolicy:QueuePolicy",
             "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy",
             "aws:sns/topicSubscription:TopicSubscription",
+            # PutDashboard takes no tags (and the provider's Dashboard has no tags input)
+            "aws:cloudwatch/dashboard:Dashboard",
         )
     ]
     assert taggable

@@ -3,6 +3,8 @@ the function factory."""
 
 from __future__ import annotations
 
+import json
+
 import pulumi
 import pytest
 
@@ -73,21 +75,19 @@ def test_stage_config_reads_typed_values(pulumi_harness: PulumiHarness) -> None:
     pulumi_harness.run(
         program,
         config={
-            "idempotent-messaging:ordersBatchSize": "25",
             "idempotent-messaging:tracing": "true",
             "idempotent-messaging:alarmEmails": '["a@example.com"]',
-            "idempotent-messaging:ordersReservedConcurrency": "7",
-            "idempotent-messaging:monthlyChargeTimezone": "UTC",
+            "idempotent-messaging:consumers": '{"orders": {"batchSize": 25}, "payments": {}}',
+            "idempotent-messaging:fanouts": json.dumps(
+                {"monthly-charge": {"scheduleExpressionTimezone": "UTC"}}
+            ),
         },
     )
     (stage,) = seen
-    assert stage.orders_batch_size == 25
     assert stage.tracing is True
     assert stage.alarm_emails == ("a@example.com",)
-    assert stage.orders_reserved_concurrency == 7
-    assert stage.orders_max_concurrency is None
-    assert stage.monthly_charge_timezone == "UTC"
-    assert stage.monthly_charge_cron == "cron(0 3 1 * ? *)"
+    assert stage.consumers == {"orders": {"batchSize": 25}, "payments": {}}
+    assert stage.fanouts == {"monthly-charge": {"scheduleExpressionTimezone": "UTC"}}
     assert stage.log_level == "INFO"
 
 

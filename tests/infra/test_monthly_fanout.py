@@ -31,6 +31,7 @@ FANOUT_OUTPUTS = (
     "work_queue_url",
     "work_queue_arn",
     "alarm_names",
+    "dashboard_name",
 )
 FanoutRunner = Callable[..., Run]
 
@@ -399,6 +400,12 @@ def test_existing_tables_are_used_and_the_grants_scoped_to_them(run_fanout: Fano
         ({"log_retention_days": 2}, "log_retention_days=2"),
         ({"log_level": "LOUD"}, "log_level='LOUD'"),
         ({"dispatcher_memory_size_mb": 64}, "dispatcher_memory_size_mb=64"),
+        # the shared function arguments, checked by the fan-out itself before its child exists
+        ({"runtime": "python3.9"}, "runtime='python3.9'"),
+        ({"architecture": "arm"}, "architecture='arm'"),
+        ({"metrics_namespace": ":bad ns"}, "metrics_namespace=':bad ns'"),
+        ({"consumer_function_timeout_seconds": 0}, "consumer_function_timeout_seconds=0"),
+        ({"consumer_memory_size_mb": 64}, "consumer_memory_size_mb=64"),
         ({"scan_page_size": 0}, "scan_page_size=0"),
         ({"send_concurrency": 257}, "send_concurrency=257"),
         ({"reserved_concurrency": 1}, "reserved_concurrency=1"),

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from components import IdempotentQueueConsumerArgs
+from components.stage_config import settings_to_kwargs
+from policy.program import load_project, load_stack_config
+from tests.stages import STAGES
 from tools import preview
 
 pytestmark = pytest.mark.infra
@@ -16,7 +23,23 @@ pytestmark = pytest.mark.infra
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+def orders_settings(stack: str) -> dict[str, Any]:
+    """The orders consumer's effective settings in a stack: its config object over the args'
+    defaults (read from the stack file, so a new stage needs no edit here)."""
+    config = load_stack_config(load_project(PROJECT_DIR), stack)
+    consumers = json.loads(config.values["idempotent-messaging:consumers"])
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(IdempotentQueueConsumerArgs)
+        if f.default is not dataclasses.MISSING
+    }
+    return {
+        **defaults,
+        **settings_to_kwargs("consumers.orders", consumers["orders"], IdempotentQueueConsumerArgs),
+    }
+
+
+@pytest.mark.parametrize("stack", STAGES)
 def test_preview_prints_the_tree_with_key_settings(
     stack: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -31,12 +54,14 @@ def test_preview_prints_the_tree_with_key_settings(
         r"^[├└]─ idempotent-messaging:components:MonthlyFanout  monthly-charge$", out, re.M
     )
     assert re.search(r"^[│ ]  [├└]─ aws:sqs/queue:Queue  orders-queue$", out, re.M)  # a child
-    assert "redrive -> orders-queue-dlq after 5 receives" in out
+    orders = orders_settings(stack)
+    assert f"redrive -> orders-queue-dlq after {orders['max_receive_count']} receives" in out
     assert "response types [ReportBatchItemFailures]" in out
     assert "TTL ttl" in out and "PITR on" in out
     assert "ApproximateNumberOfMessagesVisible" in out
-    timeout = 60 if stack == "prod" else 30
-    window = 5 if stack == "prod" else 0
+    # Lambda's guidance the component follows: visibility >= 6 x function timeout + window.
+    timeout = orders["function_timeout_seconds"]
+    window = orders["maximum_batching_window_seconds"]
     required = 6 * timeout + window
     assert f"= {required} s: ok" in out
     assert f"orders_queue_name: orders-{stack}" in out

@@ -20,11 +20,12 @@ from components.stage_config import StageConfig
 from policy import limits
 from policy.program import ProgramRun, RecordedResource, run_program
 from policy.values import is_unknown
+from tests.stages import STAGES, stack_files
 
 pytestmark = pytest.mark.infra
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-STACKS = ("dev", "prod")
+STACKS = STAGES
 ESM = "aws:lambda/eventSourceMapping:EventSourceMapping"
 QUEUE = "aws:sqs/queue:Queue"
 STACK = "pulumi:pulumi:Stack"
@@ -227,16 +228,25 @@ def test_reference_stack_is_seed_000(stack_run: ProgramRun) -> None:
 def test_stage_config_defaults_match_the_pulumi_yaml_schema() -> None:
     schema = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
     defaults = StageConfig()
-    for f in fields(StageConfig):
+    flat = [f for f in fields(StageConfig) if f.name not in ("consumers", "fanouts")]
+    for f in flat:
         key = StageConfig.config_key(f.name)
         assert key in schema, f"{key} missing from Pulumi.yaml config"
         value = getattr(defaults, f.name)
-        if value is None:
-            assert "default" not in schema[key], key
-        else:
-            expected = list(value) if isinstance(value, tuple) else value
-            assert schema[key]["default"] == expected, key
+        expected = list(value) if isinstance(value, tuple) else value
+        assert schema[key]["default"] == expected, key
     assert set(schema) == {StageConfig.config_key(f.name) for f in fields(StageConfig)}
+
+
+def test_pulumi_yaml_declares_only_types_the_cli_accepts() -> None:
+    """Pulumi's project schema (sdk/go/common/workspace/project.json, simpleConfigType) types
+    config as string, integer, boolean or array only; an object key must carry no `type`."""
+    schema = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
+    for key, spec in schema.items():
+        assert spec.get("type") in (None, "string", "integer", "boolean", "array"), key
+        assert spec.get("description"), key
+    assert "type" not in schema["consumers"] and "type" not in schema["fanouts"]
+    assert isinstance(schema["consumers"]["default"], dict)
 
 
 def test_stage_config_refuses_a_malformed_email_list() -> None:
@@ -244,7 +254,7 @@ def test_stage_config_refuses_a_malformed_email_list() -> None:
         run_program(PROJECT_DIR, "dev", config_overrides={"alarmEmails": "ops@example.com"})
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod", "localstack"])
+@pytest.mark.parametrize("stack", sorted(stack_files()))
 def test_stack_files_only_set_declared_keys(stack: str) -> None:
     schema = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
     config = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
@@ -271,15 +281,21 @@ def test_monthly_charge_schedule_takes_cron_and_time_zone_from_stage_config(
 ) -> None:
     (schedule,) = [r for r in stack_run.resources if r.type == "aws:scheduler/schedule:Schedule"]
     assert schedule.name == "monthly-charge-schedule"
-    assert schedule.inputs["scheduleExpression"] == StageConfig().monthly_charge_cron
-    assert schedule.inputs["scheduleExpressionTimezone"] == StageConfig().monthly_charge_timezone
+    schema = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
+    default = schema["fanouts"]["default"]["monthly-charge"]
+    assert schedule.inputs["scheduleExpression"] == default["scheduleExpression"]
+    assert schedule.inputs["scheduleExpressionTimezone"] == default["scheduleExpressionTimezone"]
     changed = run_program(
         PROJECT_DIR,
         stack_run.stack,
         preview=stack_run.preview,
         config_overrides={
-            "monthlyChargeCron": "cron(30 0 1 * ? *)",
-            "monthlyChargeTimezone": "Europe/Berlin",
+            "fanouts": {
+                "monthly-charge": {
+                    "scheduleExpression": "cron(30 0 1 * ? *)",
+                    "scheduleExpressionTimezone": "Europe/Berlin",
+                }
+            }
         },
     )
     (schedule,) = [r for r in changed.resources if r.type == "aws:scheduler/schedule:Schedule"]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from policy.check import check
+from tests.stages import STAGES
 
 pytestmark = pytest.mark.policy
 
@@ -14,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", STAGES)
 def test_reference_stack_has_no_mandatory_violation(stack: str, preview: bool):
     run, violations = check(ROOT, stack, preview=preview)
     assert sum(1 for r in run.resources if r.custom) > 5  # the program really ran

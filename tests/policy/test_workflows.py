@@ -34,7 +34,11 @@ def test_pull_request_runs_tests_offline_check_with_sarif_and_guarded_previews()
     preview = jobs["preview"]
     assert "fork == false" in preview["if"] and "credentials" in preview["if"]
     assert preview["permissions"]["id-token"] == "write"
-    assert preview["strategy"]["matrix"]["stage"] == ["dev", "prod"]
+    # the stage list comes from the stack files (`make -s stacks`), not from a copy here
+    assert preview["strategy"]["matrix"]["stage"] == "${{ fromJSON(needs.stages.outputs.stages) }}"
+    assert "stages" in preview["needs"]
+    assert "make -s stacks" in jobs["stages"]["steps"][-1]["run"]
+    assert "$(make -s stacks)" in next(s["run"] for s in jobs["policy"]["steps"] if "id" in s)
     (pulumi,) = steps_using(preview, "pulumi/actions")
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["policyPacks"] == "policy"

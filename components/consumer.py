@@ -5,8 +5,7 @@ notification topic, the function with a least-privilege role, the event source m
 the alarms. Everything that decides which resources exist is validated first.
 """
 
-from __future__ import annotations
-
+from collections.abc import Mapping
 from pathlib import Path
 
 import pulumi
@@ -26,6 +25,7 @@ from .bundle import (
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .consumer_validation import validate_consumer_args
 from .function import FunctionSpec, create_function
+from .inputs import args_from_inputs, schema_names
 from .powertools import deployment_layer_arn, region_and_partition_of
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
@@ -38,7 +38,11 @@ __all__ = [
     "IdempotentQueueConsumerArgs",
 ]
 
-TYPE_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
+TYPE_TOKEN = "idempotent-messaging:index:IdempotentQueueConsumer"
+"""``<package>:index:<class>``: the token the engine expects of a component the package's
+provider hosts (components/provider.py), so Python and every other language agree on it."""
+FORMER_TYPE_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
+"""The token before the component package; aliased so existing stacks keep their resources."""
 COMPONENT_TAG_KEY = "idempotent-messaging:component"
 CONSUMER_OUTPUTS = (
     "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
@@ -88,21 +92,29 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
     queue_url: pulumi.Output[str]
     """URL of the source queue (producers send here)."""
     queue_arn: pulumi.Output[str]
+    """ARN of the source queue (grant producers sqs:SendMessage on it)."""
     queue_name: pulumi.Output[str]
+    """Name of the source queue (``<physical>`` or ``<physical>.fifo``)."""
     dlq_url: pulumi.Output[str]
     """URL of the dead-letter queue (the function quarantines here; redrive from here)."""
     dlq_arn: pulumi.Output[str]
+    """ARN of the dead-letter queue (the source queue's redrive target)."""
     dlq_name: pulumi.Output[str]
+    """Name of the dead-letter queue (its depth alarm watches this name)."""
     state_table_name: pulumi.Output[str]
     """The idempotency state (claim) table."""
     state_table_arn: pulumi.Output[str]
+    """ARN of the idempotency state table."""
     business_table_name: pulumi.Output[str | None]
     """Created or passed-in business table; None without one."""
     topic_arn: pulumi.Output[str | None]
     """Notification topic (created or passed in); None without one."""
     function_name: pulumi.Output[str]
+    """Name of the consumer Lambda function."""
     function_arn: pulumi.Output[str]
+    """ARN of the consumer Lambda function."""
     role_arn: pulumi.Output[str]
+    """ARN of the function's least-privilege execution role."""
     alarm_names: pulumi.Output[list[str]]
     """Names of every alarm the component created."""
     alarm_topic_arn: pulumi.Output[str]
@@ -116,12 +128,25 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         args: IdempotentQueueConsumerArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        if not isinstance(args, IdempotentQueueConsumerArgs):
-            raise fail("args", type(args).__name__, "must be IdempotentQueueConsumerArgs")
-        physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
-        visibility = validate_consumer_args(name, physical, args)
-        code = consumer_code(args)
-        super().__init__(TYPE_TOKEN, name, None, opts)
+        # The component provider host (another Pulumi language) passes the inputs as a dict;
+        # its errors then name the inputs as that language spells them.
+        from_inputs = isinstance(args, Mapping)
+        with schema_names(from_inputs):
+            if isinstance(args, Mapping):
+                args = args_from_inputs(IdempotentQueueConsumerArgs, args)
+            if not isinstance(args, IdempotentQueueConsumerArgs):
+                raise fail("args", type(args).__name__, "must be IdempotentQueueConsumerArgs")
+            physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
+            visibility = validate_consumer_args(name, physical, args)
+            code = consumer_code(args)
+        super().__init__(
+            TYPE_TOKEN,
+            name,
+            None,
+            pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPE_TOKEN)])
+            ),
+        )
 
         tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
         kms = args.kms_master_key_id

@@ -6,8 +6,6 @@ decides WHICH resources exist; ``pulumi.Input`` only where a value may come from
 resource (ARNs, names, KMS keys).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 

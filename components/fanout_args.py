@@ -4,8 +4,6 @@ Every default lives here (or, for the settings every function shares, in functio
 its reason.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -91,6 +89,8 @@ class MonthlyFanoutArgs(FunctionArgs):
     consumer_maximum_concurrency: int | None = None
     """Default None. 2..1000 caps the charge consumer (FIFO: also bounded by message groups)."""
     consumer_reserved_concurrency: int | None = None
+    """Default None (unreserved). Caps the charge consumer; must be >= its maximum concurrency
+    when both are set."""
     max_receive_count: int = 5
     """Default 5 (seed 003) for the work queue; 3..20."""
     work_queue_high_throughput: bool = True
@@ -110,6 +110,8 @@ class MonthlyFanoutArgs(FunctionArgs):
     alarm_topic_arn: pulumi.Input[str] | None = None
     """Default None = the consumer child's alarm topic (created by it) for every alarm here."""
     alarm_emails: Sequence[str] = ()
+    """Default none. Email subscriptions on the alarm topic the charge consumer creates (not
+    allowed with alarm_topic_arn)."""
     create_dashboard: bool = True
     """Default True: a CloudWatch dashboard ``<physical>-fanout`` with the run's progress
     (charges enqueued, rejected, segments handed off, charges processed), the work and control
@@ -119,3 +121,4 @@ class MonthlyFanoutArgs(FunctionArgs):
     """Default None = ``<name>-<stack>`` (at most 32 characters: the consumer child appends
     ``-charges`` and its own names stay within AWS limits)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Default none. Tags applied to every taggable child (the charge consumer's included)."""

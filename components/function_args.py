@@ -7,8 +7,6 @@ seconds, a dispatcher run is up to 15 minutes), so each component names its own 
 the defaults and limits below.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from policy import limits

@@ -11,9 +11,8 @@ invokes the dispatcher again (docs/monthly.md). That loop is deliberate, so the 
 recursive-loop detection is set to Allow and the dispatcher bounds it itself (max_hops).
 """
 
-from __future__ import annotations
-
 import json
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_aws as aws
@@ -28,6 +27,7 @@ from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .fanout_args import MonthlyFanoutArgs
 from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
+from .inputs import args_from_inputs, schema_names
 from .powertools import deployment_layer_arn
 from .queues import QueuePairSpec, create_queue_pair, tls_only_policy
 from .tables import KeySchema, create_table
@@ -35,7 +35,10 @@ from .validation import fail
 
 __all__ = ["FANOUT_OUTPUTS", "MonthlyFanout", "MonthlyFanoutArgs", "validate_fanout_args"]
 
-TYPE_TOKEN = "idempotent-messaging:components:MonthlyFanout"
+TYPE_TOKEN = "idempotent-messaging:index:MonthlyFanout"
+"""``<package>:index:<class>``, as consumer.TYPE_TOKEN."""
+FORMER_TYPE_TOKEN = "idempotent-messaging:components:MonthlyFanout"
+"""The token before the component package; aliased so existing stacks keep their resources."""
 DISPATCHER_HANDLER = "handlers.dispatch.app.handler"
 CHARGES_HANDLER = "handlers.charges.handler"
 SCHEDULE_INPUT = json.dumps(
@@ -58,41 +61,60 @@ class MonthlyFanout(pulumi.ComponentResource):
     """Schedule -> dispatcher -> FIFO work queue -> idempotent charge consumer."""
 
     schedule_name: pulumi.Output[str]
+    """Name of the EventBridge Scheduler schedule that starts each month's run."""
     schedule_arn: pulumi.Output[str]
+    """ARN of that schedule."""
     schedule_dlq_url: pulumi.Output[str]
     """Failed fires (Scheduler) and failed scheduled invocations (Lambda async) land here."""
     dispatcher_name: pulumi.Output[str]
     """Invoke it with ``{"month": "YYYY-MM"}`` for a manual run (make run-month)."""
     dispatcher_arn: pulumi.Output[str]
+    """ARN of the dispatcher Lambda function."""
     control_queue_url: pulumi.Output[str]
     """Continuations of segments handed off when a dispatcher invocation ran low on time."""
     control_dlq_url: pulumi.Output[str]
+    """Continuations that failed max_receive_count times land here (alarmed)."""
     runs_table_name: pulumi.Output[str]
     """One run record per billing month (status, counts, trigger, cursors)."""
     billing_accounts_table_name: pulumi.Output[str | None]
+    """The table the dispatcher scans (created or passed in); None with item_source ``s3``."""
     work_queue_url: pulumi.Output[str]
+    """URL of the FIFO work queue (one charge per tenant, employee and month)."""
     work_queue_arn: pulumi.Output[str]
+    """ARN of the FIFO work queue."""
     dashboard_name: pulumi.Output[str | None]
     """The fan-out's CloudWatch dashboard; None with create_dashboard=False."""
-    consumer: IdempotentQueueConsumer
-    """The work queue + charge consumer child; its outputs are re-exported as consumer_*."""
     alarm_names: pulumi.Output[list[str]]
     """Alarms created here (schedule DLQ, control DLQ, dispatcher errors/throttles)."""
 
     def __init__(
         self, name: str, args: MonthlyFanoutArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        if not isinstance(args, MonthlyFanoutArgs):
-            raise fail("args", type(args).__name__, "must be MonthlyFanoutArgs")
-        physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
-        validate_fanout_args(name, physical, args)
-        super().__init__(TYPE_TOKEN, name, None, opts)
+        # A dict from the component provider host: see IdempotentQueueConsumer.
+        from_inputs = isinstance(args, Mapping)
+        with schema_names(from_inputs):
+            if isinstance(args, Mapping):
+                args = args_from_inputs(MonthlyFanoutArgs, args)
+            if not isinstance(args, MonthlyFanoutArgs):
+                raise fail("args", type(args).__name__, "must be MonthlyFanoutArgs")
+            physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
+            validate_fanout_args(name, physical, args)
+        super().__init__(
+            TYPE_TOKEN,
+            name,
+            None,
+            pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPE_TOKEN)])
+            ),
+        )
         child = pulumi.ResourceOptions(parent=self)
         tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
         kms = args.kms_master_key_id
 
         # --- Work queue + charge consumer: the reusable component, FIFO, tenant claims -------
-        self.consumer = IdempotentQueueConsumer(
+        # Annotated here, not on the class: the class annotations are the component's schema
+        # outputs, and a child component is no output another language can hold.
+        self.consumer: IdempotentQueueConsumer = IdempotentQueueConsumer(
             f"{name}-charges",
             IdempotentQueueConsumerArgs(
                 handler=CHARGES_HANDLER,

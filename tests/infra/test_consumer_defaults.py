@@ -12,7 +12,7 @@ from .conftest import ACCOUNT, OUTPUT_NAMES, REGION, UNKNOWN, ConsumerRunner, Ru
 
 pytestmark = pytest.mark.infra
 
-TYPE_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
+TYPE_TOKEN = "idempotent-messaging:index:IdempotentQueueConsumer"
 
 
 @pytest.fixture
@@ -256,7 +256,7 @@ def test_outputs_resolve_to_the_created_resources(default_run: Run) -> None:
 
 
 def test_every_output_is_registered_on_the_component(default_run: Run) -> None:
-    component = default_run.one("idempotent-messaging:components:IdempotentQueueConsumer")
+    component = default_run.one("idempotent-messaging:index:IdempotentQueueConsumer")
     registered = default_run.component_outputs[component.urn]
     assert set(registered) <= set(CONSUMER_OUTPUTS)
     for output in OUTPUT_NAMES:

@@ -360,7 +360,7 @@ def test_monthly_fanout_shape_nests_under_a_parent_component(
 
     run = pulumi_harness.run(program)
     parent = run.one("test:index:Fanout")
-    consumer = run.one("idempotent-messaging:components:IdempotentQueueConsumer")
+    consumer = run.one("idempotent-messaging:index:IdempotentQueueConsumer")
     assert consumer.parent == parent.urn
     assert run.one("aws:sqs/queue:Queue", "charges-queue").inputs["name"] == "charges-test.fifo"
     assert run.one("aws:dynamodb/table:Table", "charges-state").inputs["rangeKey"] == "sk"

@@ -309,9 +309,10 @@ def test_invalid_component_name_is_refused(pulumi_harness: PulumiHarness) -> Non
 def test_args_of_the_wrong_type_are_refused(pulumi_harness: PulumiHarness) -> None:
     from components import IdempotentQueueConsumer
 
-    with pytest.raises(ValueError, match=r"args='dict'"):
+    # A mapping is accepted (the component provider host passes one); anything else is not.
+    with pytest.raises(ValueError, match=r"args='str'"):
         pulumi_harness.run(
-            lambda: IdempotentQueueConsumer("orders", {"handler": "x"})  # type: ignore[arg-type]
+            lambda: IdempotentQueueConsumer("orders", "handlers.orders.handler")  # type: ignore[arg-type]
         )
 
 

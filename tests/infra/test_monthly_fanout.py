@@ -16,8 +16,8 @@ from .conftest import ACCOUNT, REGION, UNKNOWN, PulumiHarness, Registered, Run
 
 pytestmark = pytest.mark.infra
 
-TYPE_TOKEN = "idempotent-messaging:components:MonthlyFanout"
-CONSUMER_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
+TYPE_TOKEN = "idempotent-messaging:index:MonthlyFanout"
+CONSUMER_TOKEN = "idempotent-messaging:index:IdempotentQueueConsumer"
 FANOUT_OUTPUTS = (
     "schedule_name",
     "schedule_arn",

@@ -48,11 +48,9 @@ def test_preview_prints_the_tree_with_key_settings(
     assert out.startswith(f"Stack idempotent-messaging/{stack} (up, offline under Pulumi mocks)")
     # top-level components (sibling order follows registration, which is asynchronous)
     assert re.search(
-        r"^[├└]─ idempotent-messaging:components:IdempotentQueueConsumer  orders$", out, re.M
+        r"^[├└]─ idempotent-messaging:index:IdempotentQueueConsumer  orders$", out, re.M
     )
-    assert re.search(
-        r"^[├└]─ idempotent-messaging:components:MonthlyFanout  monthly-charge$", out, re.M
-    )
+    assert re.search(r"^[├└]─ idempotent-messaging:index:MonthlyFanout  monthly-charge$", out, re.M)
     assert re.search(r"^[│ ]  [├└]─ aws:sqs/queue:Queue  orders-queue$", out, re.M)  # a child
     orders = orders_settings(stack)
     assert f"redrive -> orders-queue-dlq after {orders['max_receive_count']} receives" in out

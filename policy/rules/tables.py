@@ -23,9 +23,15 @@ from typing import Any
 
 from policy import limits
 from policy.graph import FUNCTION, TABLE, Graph, Node
+from policy.rules._base import (
+    ADVISORY,
+    MANDATORY,
+    Finding,
+    resource_rule,
+    stack_rule,
+    strings,
+)
 from policy.values import is_unknown
-
-Finding = tuple[str, str]
 
 # Matched case-insensitively against the whole variable name. The variable must also resolve to
 # a table of the stack, so a keyword anywhere in the name is enough: IDEMPOTENCY_TABLE_NAME,
@@ -111,6 +117,21 @@ def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str
     return found
 
 
+@stack_rule(
+    "dynamodb-idempotency-table-has-ttl",
+    "Every idempotency/state table has TTL enabled. A table counts as one on explicit "
+    "evidence: the idempotency tag, a purpose tag, a function env var of the idempotency "
+    "runtimes, or an idempotency-like name combined with the key schema of one.",
+    MANDATORY,
+    "Enable ttl {attribute_name: 'ttl', enabled: True} and write expiry epochs.",
+    {
+        "envVars": strings(limits.IDEMPOTENCY_TABLE_ENV_VARS),
+        "envVarPattern": {"type": "string", "default": DEFAULT_ENV_VAR_PATTERN},
+        "tagKey": {"type": "string", "default": limits.IDEMPOTENCY_TABLE_TAG_KEY},
+        "tagValue": {"type": "string", "default": limits.IDEMPOTENCY_TABLE_TAG_VALUE},
+        "namePatterns": strings(DEFAULT_NAME_PATTERNS),
+    },
+)
 def idempotency_table_has_ttl(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     for urn, why in idempotency_tables(graph, config).items():
@@ -136,6 +157,12 @@ def idempotency_table_has_ttl(graph: Graph, config: Mapping[str, Any]) -> list[F
     return findings
 
 
+@resource_rule(
+    "dynamodb-table-pitr-enabled",
+    "DynamoDB tables enable point-in-time recovery.",
+    ADVISORY,
+    "Set point_in_time_recovery {enabled: True}.",
+)
 def table_pitr_enabled(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:

@@ -21,9 +21,16 @@ from policy.graph import (
     fmt,
     parse_json,
 )
+from policy.rules._base import (
+    ADVISORY,
+    MANDATORY,
+    Finding,
+    number,
+    resource_rule,
+    stack_rule,
+    strings,
+)
 from policy.values import is_unknown
-
-Finding = tuple[str, str]  # (urn the violation is attached to, message)
 
 
 def _num(node: Node, prop: str, default: float) -> Any:
@@ -56,6 +63,13 @@ def _consumers(graph: Graph) -> list[tuple[Mapping_, Node, Node]]:
     return out
 
 
+@stack_rule(
+    "sqs-visibility-timeout-covers-lambda-timeout",
+    "Every queue consumed by a Lambda event source mapping has a visibility timeout >= the "
+    "function's timeout.",
+    MANDATORY,
+    "Raise the queue's visibility_timeout_seconds to at least the function timeout.",
+)
 def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
@@ -83,6 +97,14 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
     return findings
 
 
+@stack_rule(
+    "sqs-visibility-timeout-6x-lambda-timeout",
+    "A consumed queue's visibility timeout is >= multiplier x function timeout + maximum "
+    "batching window (AWS advises 6x).",
+    ADVISORY,
+    "Set visibility_timeout_seconds = limits.recommended_visibility_timeout(timeout, window).",
+    {"multiplier": number(limits.DEFAULT_VISIBILITY_MULTIPLIER, 1)},
+)
 def visibility_6x_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     multiplier = float(config.get("multiplier", limits.DEFAULT_VISIBILITY_MULTIPLIER))
     findings: list[Finding] = []
@@ -115,6 +137,12 @@ def visibility_6x_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> lis
     return findings
 
 
+@stack_rule(
+    "sqs-lambda-source-has-dlq",
+    "Every queue a Lambda function consumes has a redrive policy (a DLQ).",
+    MANDATORY,
+    "Add a redrive_policy (inline or aws.sqs.RedrivePolicy) pointing at a DLQ.",
+)
 def lambda_source_has_dlq(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[str] = set()
@@ -153,6 +181,13 @@ def _dlq_pairs(graph: Graph) -> list[tuple[Node, Node]]:
     ]
 
 
+@stack_rule(
+    "sqs-dlq-retention-exceeds-source",
+    "A standard dead-letter queue retains messages longer than each of its standard source "
+    "queues (FIFO DLQs reset the enqueue time, so FIFO pairs are exempt).",
+    MANDATORY,
+    "Set the DLQ's message_retention_seconds above the source's, or shorten the source's.",
+)
 def dlq_retention_exceeds_source(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     for source, dlq in _dlq_pairs(graph):
@@ -176,6 +211,12 @@ def dlq_retention_exceeds_source(graph: Graph, config: Mapping[str, Any]) -> lis
     return findings
 
 
+@stack_rule(
+    "sqs-dlq-type-matches-source",
+    "The DLQ of a FIFO queue is FIFO, the DLQ of a standard queue is standard.",
+    MANDATORY,
+    "Make the DLQ the same queue type as its source.",
+)
 def dlq_type_matches_source(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     for r in graph.redrive_holders:
@@ -200,6 +241,16 @@ def dlq_type_matches_source(graph: Graph, config: Mapping[str, Any]) -> list[Fin
     return findings
 
 
+@resource_rule(
+    "sqs-max-receive-count-in-range",
+    "A redrive policy's maxReceiveCount lies in a sane range (default 3..20).",
+    MANDATORY,
+    "Set maxReceiveCount within the configured range (e.g. 5).",
+    {
+        "min": number(limits.DEFAULT_MIN_MAX_RECEIVE_COUNT, 1),
+        "max": number(limits.DEFAULT_MAX_MAX_RECEIVE_COUNT, 1),
+    },
+)
 def max_receive_count_in_range(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -285,6 +336,17 @@ def _composite_notifies(graph: Graph, alarm: Node) -> bool:
     return False
 
 
+@stack_rule(
+    "sqs-dlq-has-alarm",
+    "Every DLQ has a deliverable CloudWatch alarm (namespace AWS/SQS, same region) that fires "
+    "while a message sits in it: ApproximateNumberOfMessagesVisible >= 1, "
+    "ApproximateAgeOfOldestMessage below the DLQ's retention, or NumberOfMessagesSent >= 1 for "
+    "DLQs fed by API sends only (redriven messages are not counted as sent).",
+    MANDATORY,
+    "Add a MetricAlarm on the DLQ: threshold 1, GreaterThanOrEqualToThreshold, "
+    "alarm_actions [topic arn].",
+    {"metricNames": strings(ALARM_METRICS)},
+)
 def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     metric_names = tuple(config.get("metricNames", ALARM_METRICS))
     findings: list[Finding] = []

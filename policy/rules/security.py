@@ -7,9 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from policy.graph import QUEUE, QUEUE_POLICY, TOPIC, Graph, Node, parse_json
+from policy.rules._base import (
+    ADVISORY,
+    Finding,
+    resource_rule,
+    stack_rule,
+    strings,
+)
 from policy.values import is_unknown
-
-Finding = tuple[str, str]
 
 # Resource type -> the property holding an IAM-style policy document.
 POLICY_PROPERTIES: dict[str, str] = {
@@ -43,6 +48,12 @@ def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+@resource_rule(
+    "sqs-queue-encrypted",
+    "SQS queues declare encryption at rest (SSE-SQS or KMS).",
+    ADVISORY,
+    "Set sqs_managed_sse_enabled=True or kms_master_key_id.",
+)
 def sqs_queue_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -64,6 +75,13 @@ def sqs_queue_encrypted(
     ]
 
 
+@resource_rule(
+    "sns-topic-encrypted",
+    "SNS topics are encrypted at rest with KMS.",
+    ADVISORY,
+    "Set kms_master_key_id to a customer-managed key whose policy lets the publishers "
+    "(CloudWatch, EventBridge, ...) use it.",
+)
 def sns_topic_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -107,6 +125,13 @@ def wildcard_actions(doc: Any, allowed: set[str]) -> list[str]:
     return found
 
 
+@resource_rule(
+    "iam-no-wildcard-actions",
+    "IAM and resource policies allow no wildcard actions.",
+    ADVISORY,
+    "List the exact actions instead of service:* or *.",
+    {"allowedActions": strings([])},
+)
 def iam_no_wildcard_actions(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -153,6 +178,12 @@ def denies_insecure_transport(doc: Any) -> bool:
     return False
 
 
+@stack_rule(
+    "sqs-queue-tls-only",
+    "SQS queue policies deny requests that do not use TLS (aws:SecureTransport).",
+    ADVISORY,
+    "Add a Deny statement on aws:SecureTransport=false to the queue policy.",
+)
 def sqs_queue_tls_only(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     policies: dict[str, list[Any]] = {}
     for qp in graph.of_type(QUEUE_POLICY):

@@ -92,8 +92,9 @@ def sns_topic_encrypted(
         return []
     return [
         f"topic '{name}' sets no kms_master_key_id, so SNS stores its messages unencrypted at "
-        f"rest. Fix: set kms_master_key_id='alias/aws/sns' (or a customer-managed key whose "
-        f"policy lets the publishers use it)."
+        f"rest. Fix: set kms_master_key_id to a customer-managed KMS key whose key policy lets "
+        f"the publishers use it (CloudWatch alarms, EventBridge and S3 cannot use the "
+        f"AWS-managed alias/aws/sns key, so a topic they publish to needs your own key)."
     ]
 
 

@@ -1,24 +1,24 @@
 """DynamoDB rules: idempotency/state tables expire their records; tables keep PITR.
 
-How the pack recognises an idempotency (consumer state) table, so business tables never
-trigger the TTL rule -- any one of:
-1. a Lambda function's environment variable named in `limits.IDEMPOTENCY_TABLE_ENV_VARS`
-   (or matching `DEFAULT_ENV_VAR_PATTERN` case-insensitively, e.g. IDEMPOTENCY_TABLE_NAME,
-   DEDUPE_TABLE, PROCESSED_MESSAGES_TABLE, STATE_TABLE) references the table: its value is
-   the table's name or ARN (literal or an Output), or, when values are unknown during a
-   preview, the environment depends on the table and every unknown value sits in such a
-   variable;
-2. the table carries the tag `limits.IDEMPOTENCY_TABLE_TAG_KEY` =
-   `limits.IDEMPOTENCY_TABLE_TAG_VALUE`, or a purpose/role/usage/use/kind/type tag whose
-   value matches the name patterns (e.g. purpose=idempotency);
-3. its physical or logical name matches `DEFAULT_NAME_PATTERNS` (idempotency, processed
-   events, dedup tables), all configurable.
+How the pack recognises an idempotency (consumer state) table, so that business tables (order
+lifecycle state, CRM duplicate matches) never trigger the TTL rule. One strong signal suffices:
+1. the tag `limits.IDEMPOTENCY_TABLE_TAG_KEY` = `limits.IDEMPOTENCY_TABLE_TAG_VALUE`, or a
+   purpose/role/usage/use/kind/type tag whose value says idempotency/dedup;
+2. a Lambda function's environment variable named exactly as the idempotency runtimes name it
+   (`limits.IDEMPOTENCY_TABLE_ENV_VARS`: ours and Powertools' conventions) references the table.
+Otherwise a name signal must be corroborated by a structure signal:
+- name signals: a referencing env var matching `envVarPattern` (IDEM_TABLE, DEDUPE_TABLE, ...)
+  or a table name matching `namePatterns` (`...-idem`, `processed-events`, ...);
+- structure signals: the key schema of an idempotency store (a lone string hash key named like
+  an event/message/idempotency key, Powertools' `id`), or a referencing function that carries
+  the Powertools layer.
+The finding states the evidence it used.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from policy import limits
@@ -33,17 +33,14 @@ from policy.rules._base import (
 )
 from policy.values import is_unknown
 
-# Matched case-insensitively against the whole variable name. The variable must also resolve to
-# a table of the stack, so a keyword anywhere in the name is enough: IDEMPOTENCY_TABLE_NAME,
-# DDB_IDEMPOTENCY_TABLE, IDEMPOTENCY_STORE_TABLE, DEDUPE_TABLE, PROCESSED_MESSAGES_TABLE,
-# SEEN_EVENTS_TABLE, CONSUMER_STATE_TABLE, idempotencyTable, STATE_TABLE. A generic TABLE_NAME
-# or ORDER_STATE_TABLE is not enough (business tables are named like that too).
+# Matched case-insensitively against the whole variable name; a name signal only (see above).
 DEFAULT_ENV_VAR_PATTERN = (
-    r"^(\w*(IDEMPOTEN|DEDUP|PROCESSED_?(EVENT|MESSAGE|RECORD|REQUEST)|SEEN_?(EVENT|MESSAGE)"
-    r"|CONSUMER_?STATE)\w*|(POWERTOOLS_?)?STATE_?TABLE(_?NAME|_?ARN)?)$"
+    r"^\w*(IDEMPOTEN|(^|_)IDEM(_|$)|DEDUP|PROCESSED_?(EVENT|MESSAGE|RECORD|REQUEST)"
+    r"|SEEN_?(EVENT|MESSAGE)|CONSUMER_?STATE)\w*$"
 )
 DEFAULT_NAME_PATTERNS = (
     r"idempoten",
+    r"(^|[-_.])idem($|[-_.])",
     r"processed[-_]?(events?|messages?|records?)",
     r"seen[-_]?(events?|messages?)",
     r"dedup",
@@ -53,67 +50,131 @@ DEFAULT_NAME_PATTERNS = (
 # merely contains a keyword (project=idempotent-messaging) says nothing about the table.
 PURPOSE_TAG_KEYS = frozenset({"purpose", "role", "usage", "use", "kind", "type"})
 
+# Hash keys of idempotency stores: Powertools' `id`, our runtime's `event_id`, and the usual
+# message/request keys. A composite (hash + range) key is how business records are modelled.
+IDEMPOTENCY_HASH_KEYS = frozenset(
+    {
+        "id",
+        "pk",
+        "key",
+        "event_id",
+        "eventid",
+        "message_id",
+        "messageid",
+        "idempotency_key",
+        "idempotencykey",
+        "request_id",
+        "requestid",
+        "dedup_key",
+        "dedup_id",
+        "dedupe_key",
+        "deduplication_id",
+    }
+)
+POWERTOOLS_LAYER = re.compile(r"powertools", re.I)
+
 
 def _env_vars(fn: Node) -> dict[str, Any]:
     variables = fn.get("environment", "variables", default={})
     return variables if isinstance(variables, dict) else {}
 
 
+def _key_schema_signal(table: Node) -> str | None:
+    hash_key, range_key = table.get("hashKey"), table.get("rangeKey")
+    if is_unknown(hash_key) or range_key is not None or not isinstance(hash_key, str):
+        return None
+    if hash_key.lower() not in IDEMPOTENCY_HASH_KEYS:
+        return None
+    attributes = table.get("attributes", default=[])
+    for attr in attributes if isinstance(attributes, list) else []:
+        if isinstance(attr, dict) and attr.get("name") == hash_key and attr.get("type") != "S":
+            return None
+    return f"its lone string hash key '{hash_key}' is an idempotency key"
+
+
+def _has_powertools(fn: Node) -> bool:
+    layers = fn.get("layers", default=[])
+    return isinstance(layers, list) and any(
+        isinstance(arn, str) and POWERTOOLS_LAYER.search(arn) for arn in layers
+    )
+
+
+def _env_references(
+    graph: Graph, fn: Node, recognised: Callable[[str], bool]
+) -> dict[str, list[Node]]:
+    """Env var -> the stack tables its value names. During a preview a table's ARN and id are
+    unknown; the environment's dependencies still name the tables no known value names. When
+    one value is unknown, they are its tables; when several are and each sits in a recognised
+    variable, each of them may name any of those tables; otherwise which is which is unknown."""
+    env = _env_vars(fn)
+    out: dict[str, list[Node]] = {}
+    known: set[str] = set()
+    for var, value in env.items():
+        if isinstance(value, str) and not is_unknown(value):
+            table = graph.table_for_ref(value)
+            if table is not None:
+                out[var] = [table]
+                known.add(table.urn)
+    unknown_vars = [v for v, value in env.items() if is_unknown(value)]
+    unresolved = [t for t in graph.dep_nodes(fn, "environment", (TABLE,)) if t.urn not in known]
+    if not unresolved:
+        return out
+    if len(unknown_vars) == 1 and len(unresolved) == 1:
+        out[unknown_vars[0]] = unresolved
+    elif len(unresolved) <= len(unknown_vars) and all(recognised(v) for v in unknown_vars):
+        for var in unknown_vars:
+            out[var] = unresolved
+    return out
+
+
 def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str]:
-    """Table URN -> why it is an idempotency table."""
+    """Table URN -> the evidence that it is an idempotency table."""
     names = set(config.get("envVars", limits.IDEMPOTENCY_TABLE_ENV_VARS))
     pattern = re.compile(str(config.get("envVarPattern", DEFAULT_ENV_VAR_PATTERN)), re.I)
     tag_key = str(config.get("tagKey", limits.IDEMPOTENCY_TABLE_TAG_KEY))
     tag_value = str(config.get("tagValue", limits.IDEMPOTENCY_TABLE_TAG_VALUE))
     name_patterns = [re.compile(p, re.I) for p in config.get("namePatterns", DEFAULT_NAME_PATTERNS)]
-    found: dict[str, str] = {}
+    strong: dict[str, str] = {}
+    name_signals: dict[str, str] = {}
+    structure_signals: dict[str, str] = {}
     for fn in graph.of_type(FUNCTION):
-        env = _env_vars(fn)
-        known_refs = {
-            t.urn
-            for v in env.values()
-            if isinstance(v, str) and not is_unknown(v)
-            for t in [graph.table_for_ref(v)]
-            if t is not None
-        }
-        wanted = {var for var in env if var in names or pattern.match(var)}
-        unknown_wanted = [v for v in wanted if is_unknown(env[v])]
-        unknown_other = [v for v in env if v not in wanted and is_unknown(env[v])]
-        # During a preview a table's ARN (and id) is unknown; the environment's dependencies
-        # still name the tables. Those not matched by a known value are referenced by the
-        # unknown values: when every unknown value sits in a recognised variable, they are all
-        # idempotency tables; when some do not, which is which cannot be told -> skip.
-        unresolved = [
-            t for t in graph.dep_nodes(fn, "environment", (TABLE,)) if t.urn not in known_refs
-        ]
-        for var in sorted(wanted):
-            value = env[var]
-            tables: list[Node] = []
-            if isinstance(value, str) and not is_unknown(value):
-                table = graph.table_for_ref(value)
-                tables = [table] if table is not None else []
-            elif is_unknown(value) and not unknown_other:
-                tables = unresolved if len(unresolved) <= len(unknown_wanted) else []
+        powertools = _has_powertools(fn)
+        refs = _env_references(graph, fn, lambda v: v in names or bool(pattern.match(v)))
+        for var, tables in sorted(refs.items()):
             for table in tables:
-                found.setdefault(table.urn, f"function {fn.label} names it in {var}")
+                if var in names:
+                    strong.setdefault(table.urn, f"function {fn.label} names it in {var}")
+                elif pattern.match(var):
+                    name_signals.setdefault(table.urn, f"function {fn.label} names it in {var}")
+                if powertools:
+                    structure_signals.setdefault(
+                        table.urn, f"function {fn.label} uses the Powertools layer"
+                    )
     for table in graph.of_type(TABLE):
         for tags_prop in ("tags", "tagsAll"):
             tags = table.get(tags_prop, default={})
             if not isinstance(tags, dict):
                 continue
             if tags.get(tag_key) == tag_value:
-                found.setdefault(table.urn, f"it is tagged {tag_key}={tag_value}")
+                strong.setdefault(table.urn, f"it is tagged {tag_key}={tag_value}")
             for key, value in tags.items():  # e.g. purpose=idempotency, role=dedup
                 if (
                     str(key).lower() in PURPOSE_TAG_KEYS
                     and isinstance(value, str)
                     and any(p.search(value) for p in name_patterns)
                 ):
-                    found.setdefault(table.urn, f"its tag {key}={value} marks it so")
+                    strong.setdefault(table.urn, f"its tag {key}={value} marks it so")
         physical = table.get("name")
         for text in (table.name, physical if isinstance(physical, str) else ""):
             if text and not is_unknown(text) and any(p.search(text) for p in name_patterns):
-                found.setdefault(table.urn, f"its name '{text}' marks an idempotency table")
+                name_signals.setdefault(table.urn, f"its name '{text}' says idempotency")
+        key_signal = _key_schema_signal(table)
+        if key_signal is not None:
+            structure_signals.setdefault(table.urn, key_signal)
+    found = dict(strong)
+    for urn, name_why in name_signals.items():
+        if urn not in found and urn in structure_signals:
+            found[urn] = f"{name_why} and {structure_signals[urn]}"
     return found
 
 

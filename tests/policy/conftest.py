@@ -17,7 +17,7 @@ HEADER = "import json\nimport pulumi\nimport pulumi_aws as aws\n\n"
 # A well-configured SQS -> Lambda pipeline written with raw pulumi_aws resources: every rule
 # passes. Tests derive misconfigured variants from it by replacing one line.
 GOOD = """
-topic = aws.sns.Topic("alerts", kms_master_key_id="alias/aws/sns")
+topic = aws.sns.Topic("alerts", kms_master_key_id=aws.kms.Key("alerts-key", enable_key_rotation=True).arn)
 dlq = aws.sqs.Queue(
     "orders-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True
 )
@@ -78,8 +78,10 @@ def write_project(
     root.mkdir(parents=True, exist_ok=True)
     (root / "Pulumi.yaml").write_text(f"name: {name}\nruntime: python\n")
     (root / "__main__.py").write_text(HEADER + textwrap.dedent(body))
-    if stack_yaml is not None:
-        (root / "Pulumi.dev.yaml").write_text(textwrap.dedent(stack_yaml))
+    # The region the literal ARNs of the tests name: without it the stack's region would come
+    # from the environment, and an ARN in another region names another resource.
+    stack_yaml = stack_yaml if stack_yaml is not None else "config:\n  aws:region: us-east-1\n"
+    (root / "Pulumi.dev.yaml").write_text(textwrap.dedent(stack_yaml))
     return root
 
 

@@ -222,8 +222,8 @@ aws.lambda_.EventSourceMapping(
     function_name="orders-consumer",
 )
 aws.cloudwatch.MetricAlarm(
-    "dlq-alarm", namespace="AWS/SQS", metric_name="NumberOfMessagesSent",
-    dimensions={"QueueName": "orders-dlq"}, statistic="Sum", period=60, evaluation_periods=1,
+    "dlq-alarm", namespace="AWS/SQS", metric_name="ApproximateNumberOfMessagesVisible",
+    dimensions={"QueueName": "orders-dlq"}, statistic="Max", period=60, evaluation_periods=1,
     threshold=0, comparison_operator="GreaterThanThreshold",
     alarm_actions=["arn:aws:sns:us-east-1:123456789012:ops"],
 )

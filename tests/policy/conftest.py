@@ -17,9 +17,7 @@ HEADER = "import json\nimport pulumi\nimport pulumi_aws as aws\n\n"
 # A well-configured SQS -> Lambda pipeline written with raw pulumi_aws resources: every rule
 # passes. Tests derive misconfigured variants from it by replacing one line.
 GOOD = """
-topic = aws.sns.Topic(
-    "alerts", kms_master_key_id=aws.kms.Key("alerts-key", enable_key_rotation=True).arn
-)
+topic = aws.sns.Topic("alerts", kms_master_key_id=aws.kms.Key("alerts-key").arn)
 dlq = aws.sqs.Queue(
     "orders-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True
 )

@@ -710,6 +710,12 @@ class Graph:
     def topic(self, ref: str) -> Node | None:
         return self._match((TOPIC,), ref)
 
+    def function_for_ref(self, ref: str) -> Node | None:
+        """The stack function a name, `name:qualifier`, full or partial ARN names."""
+        if ref.startswith("arn:"):
+            return self._match((FUNCTION,), ref)
+        return self._match((FUNCTION,), function_name_from_ref(ref))
+
 
 # Properties only non-SQS event sources take: streams and Kafka need a starting position, MQ
 # brokers name their queues and credentials, DocumentDB its change-stream config.

@@ -207,3 +207,88 @@ def sqs_queue_tls_only(graph: Graph, config: Mapping[str, Any]) -> list[Finding]
             )
         )
     return findings
+
+
+# Data-plane actions that support resource-level permissions (Service Authorization Reference):
+# a grant of one of them on "*" covers every queue/table/topic/function of the account.
+DATA_PLANE_ACTIONS = frozenset(
+    a.lower()
+    for a in (
+        "sqs:SendMessage",
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+        "dynamodb:BatchGetItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:TransactWriteItems",
+        "dynamodb:TransactGetItems",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:PartiQLSelect",
+        "dynamodb:PartiQLInsert",
+        "dynamodb:PartiQLUpdate",
+        "dynamodb:PartiQLDelete",
+        "sns:Publish",
+        "lambda:InvokeFunction",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:DeleteObject",
+        "kms:Decrypt",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+        "events:PutEvents",
+        "scheduler:CreateSchedule",
+    )
+)
+IDENTITY_POLICY_TYPES = frozenset(
+    {
+        "aws:iam/policy:Policy",
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:iam/userPolicy:UserPolicy",
+        "aws:iam/groupPolicy:GroupPolicy",
+    }
+)
+
+
+@resource_rule(
+    "iam-data-actions-name-resources",
+    "IAM statements granting data-plane actions (sqs:SendMessage, dynamodb:PutItem, ...) name "
+    "the resources instead of Resource '*'.",
+    ADVISORY,
+    "Replace Resource '*' with the ARNs of the queues, tables, topics or functions used.",
+)
+def iam_data_actions_name_resources(
+    resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
+) -> list[str]:
+    docs: list[Any] = []
+    if resource_type in IDENTITY_POLICY_TYPES:
+        docs.append(props.get("policy"))
+    elif resource_type == "aws:iam/role:Role":
+        inline = props.get("inlinePolicies")
+        for p in inline if isinstance(inline, list) else []:
+            if isinstance(p, dict):
+                docs.append(p.get("policy"))
+    found: list[str] = []
+    for doc in docs:
+        for st in statements(parse_json(doc)):
+            if st.get("Effect", "Allow") != "Allow" or "*" not in _as_list(st.get("Resource")):
+                continue
+            found.extend(
+                a
+                for a in _as_list(st.get("Action"))
+                if isinstance(a, str) and a.lower() in DATA_PLANE_ACTIONS
+            )
+    if not found:
+        return []
+    return [
+        f"'{name}' ({resource_type}) grants {sorted(set(found))} on Resource '*': these actions "
+        f"can be limited to named resources, and '*' lets the code read or write every queue, "
+        f"table, topic or function of the account. Fix: list the ARNs it uses as Resource."
+    ]

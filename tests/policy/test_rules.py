@@ -309,6 +309,8 @@ aws.iam.Policy("narrow", policy=json.dumps({"Version": "2012-10-17", "Statement"
         ("sns-topic-encrypted", "loud"),
         ("dynamodb-table-pitr-enabled", "t"),
         ("iam-no-wildcard-actions", "broad"),
+        # sqs:SendMessage supports resource-level permissions: "*" could name the queue
+        ("iam-data-actions-name-resources", "narrow"),
     }
 
 

@@ -6,7 +6,6 @@ principal sns.amazonaws.com, aws:SourceArn = topic ARN) sqs:SendMessage (SNS Dev
 refused. The subscription also has no redrive policy (advisory).
 """
 
-import pulumi
 import pulumi_aws as aws
 
 EXPECTED = {

@@ -8,7 +8,6 @@ topic's ARN is unknown in a preview), so only `up` can compare it with the condi
 
 import json
 
-import pulumi
 import pulumi_aws as aws
 
 EXPECTED = {

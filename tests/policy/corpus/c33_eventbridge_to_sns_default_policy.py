@@ -8,7 +8,6 @@ target also has no retry policy and no DLQ.
 
 import json
 
-import pulumi
 import pulumi_aws as aws
 
 EXPECTED = {

@@ -8,7 +8,6 @@ messages into the pipeline.
 
 import json
 
-import pulumi
 import pulumi_aws as aws
 
 EXPECTED = {

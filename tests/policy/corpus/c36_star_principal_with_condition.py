@@ -8,7 +8,6 @@ else. The queue also denies non-TLS access.
 
 import json
 
-import pulumi
 import pulumi_aws as aws
 
 EXPECTED = {

@@ -7,7 +7,6 @@ has no KMS key (advisory).
 
 import json
 
-import pulumi
 import pulumi_aws as aws
 
 EXPECTED = {

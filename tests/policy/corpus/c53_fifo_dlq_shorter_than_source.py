@@ -1,0 +1,46 @@
+"""FIFO source keeping 14 days with a FIFO DLQ keeping 4 days: correct for FIFO.
+
+AWS facts: when SQS moves a FIFO message to its DLQ it resets the enqueue timestamp (SQS
+Developer Guide, "Setting up dead-letter queue retention"), so the DLQ's 4 days count from the
+move; no retention violation. The DLQ is alarmed on its oldest message age (1 day < 4 days).
+"""
+
+import pulumi
+import pulumi_aws as aws
+
+EXPECTED = {
+    "both": [
+        ("sqs-queue-tls-only", "bookings"),
+        ("sqs-queue-tls-only", "bookings-dlq"),
+    ],
+}
+
+alerts = aws.sns.Topic("bookings-alerts", kms_master_key_id=aws.kms.Key("bookings-key").arn)
+dlq = aws.sqs.Queue(
+    "bookings-dlq",
+    fifo_queue=True,
+    name="bookings-dlq.fifo",
+    message_retention_seconds=345600,
+    sqs_managed_sse_enabled=True,
+)
+aws.sqs.Queue(
+    "bookings",
+    fifo_queue=True,
+    name="bookings.fifo",
+    content_based_deduplication=True,
+    message_retention_seconds=1209600,
+    sqs_managed_sse_enabled=True,
+    redrive_policy=pulumi.Output.json_dumps({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": 5}),
+)
+aws.cloudwatch.MetricAlarm(
+    "bookings-dlq-age",
+    namespace="AWS/SQS",
+    metric_name="ApproximateAgeOfOldestMessage",
+    dimensions={"QueueName": dlq.name},
+    statistic="Maximum",
+    period=300,
+    evaluation_periods=1,
+    threshold=86400,
+    comparison_operator="GreaterThanOrEqualToThreshold",
+    alarm_actions=[alerts.arn],
+)

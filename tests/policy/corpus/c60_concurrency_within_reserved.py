@@ -3,7 +3,8 @@
 AWS facts: maximum concurrency on an SQS mapping (2..1000) caps the poller without throttling
 when it stays at or below the function's reserved concurrency (Lambda Developer Guide,
 "Configuring maximum concurrency for Amazon SQS event sources"); reserved 25 >= 5 concurrent
-batches the poller starts with. Everything else is correct; the alarm topic is unencrypted (advisory:
+batches the poller starts with. Everything else is correct; the alarm topic is unencrypted
+(advisory:
 SNS stores its messages unencrypted at rest).
 """
 

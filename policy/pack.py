@@ -64,13 +64,22 @@ class _GraphCache:
         nodes = [node_from_policy_resource(r) for r in resources]
         key = json.dumps(
             [(n.urn, n.type, n.props, n.prop_deps, n.deps, n.parent) for n in nodes],
-            default=repr,
+            default=_content,
             sort_keys=True,
         )
         if key != self._key or self._graph is None:
             self._graph, self._key = Graph(nodes), key
             self.builds += 1
         return self._graph
+
+
+def _content(value: Any) -> Any:
+    """A JSON-able view of a non-JSON property value (assets, archives, the unknown marker)
+    by content, never by identity: the same stack must give the same key."""
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict):
+        return {"__type__": type(value).__name__, **fields}
+    return f"{type(value).__name__}:{value!r}"
 
 
 GRAPHS = _GraphCache()

@@ -7,7 +7,6 @@ take the AWS default; unknown values (preview) make a rule skip that one check, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from policy.rules._base import (
     stack_rule,
     strings,
 )
+from policy.rules._kms import service_may_use_topic_key
 from policy.values import is_unknown
 
 
@@ -307,7 +307,7 @@ VISIBLE = "ApproximateNumberOfMessagesVisible"
 SENT = "NumberOfMessagesSent"
 AGE = "ApproximateAgeOfOldestMessage"
 ALARM_METRICS = (VISIBLE, SENT, AGE)
-AWS_MANAGED_SNS_KEY = re.compile(r"(^|:)alias/aws/sns$")
+CLOUDWATCH = "cloudwatch.amazonaws.com"
 
 
 def _fires_at_one(alarm: Node) -> bool | None:
@@ -338,13 +338,14 @@ def _fires_before_expiry(alarm: Node, dlq: Node) -> bool | None:
 
 
 def _undeliverable_topics(graph: Graph, alarm: Node) -> list[Node] | None:
-    """The alarm's action topics when every one of them is encrypted with the AWS-managed
-    `alias/aws/sns` key, whose key policy does not let CloudWatch use it (so CloudWatch cannot
-    publish there); None when some action may deliver."""
+    """The alarm's action topics when CloudWatch can publish to none of them (each encrypted
+    with a KMS key that refuses cloudwatch.amazonaws.com, e.g. the AWS-managed
+    `alias/aws/sns`); None when some action may deliver."""
     actions = alarm.get("alarmActions")
     if not isinstance(actions, list) or not actions:
         return None
     deps = graph.dep_nodes(alarm, "alarmActions", (TOPIC,))
+    refused = [t for t in deps if service_may_use_topic_key(graph, t, CLOUDWATCH) is False]
     topics: list[Node] = []
     for action in actions:
         topic: Node | None = None
@@ -352,17 +353,12 @@ def _undeliverable_topics(graph: Graph, alarm: Node) -> list[Node] | None:
             if action.split(":")[2:3] != ["sns"]:
                 return None  # Auto Scaling, SSM, Lambda...: not an SNS delivery
             topic = next((t for t in deps if t.get("arn") == action), None) or graph.topic(action)
-        elif len(deps) == 1 or (deps and all(_aws_managed_key(t) for t in deps)):
+        elif len(deps) == 1 or (deps and len(refused) == len(deps)):
             topic = deps[0]
-        if topic is None or not _aws_managed_key(topic):
+        if topic is None or service_may_use_topic_key(graph, topic, CLOUDWATCH) is not False:
             return None
         topics.append(topic)
     return topics
-
-
-def _aws_managed_key(topic: Node) -> bool:
-    key = topic.get("kmsMasterKeyId")
-    return isinstance(key, str) and not is_unknown(key) and bool(AWS_MANAGED_SNS_KEY.search(key))
 
 
 def _actions_problem(alarm: Node, graph: Graph | None = None) -> str | None:
@@ -379,8 +375,9 @@ def _actions_problem(alarm: Node, graph: Graph | None = None) -> str | None:
     if dead:
         names = ", ".join(t.label for t in dead)
         return (
-            f"notifies only topic {names}, encrypted with the AWS-managed alias/aws/sns key, "
-            f"whose key policy CloudWatch cannot use, so the notification is never delivered"
+            f"notifies only topic {names}, whose KMS key does not let cloudwatch.amazonaws.com "
+            f"use it (the AWS-managed alias/aws/sns key never does; a customer-managed key "
+            f"needs a key policy statement for it), so the notification is never delivered"
         )
     return None
 

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fnmatch import fnmatchcase
 from typing import Any
 
 from policy.graph import (
@@ -26,6 +25,8 @@ from policy.graph import (
     parse_json,
 )
 from policy.rules._base import MANDATORY, Finding, resource_rule, stack_rule
+from policy.rules._documents import allows_delivery, everyone
+from policy.rules._kms import service_may_use_topic_key
 from policy.rules.async_failures import EVENT_TARGET
 from policy.rules.security import statements
 from policy.values import is_unknown
@@ -45,20 +46,6 @@ RESOURCE_POLICY_PROPERTIES: dict[str, str] = {
     "aws:secretsmanager/secretPolicy:SecretPolicy": "policy",
     "aws:ecr/repositoryPolicy:RepositoryPolicy": "policy",
 }
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _everyone(principal: Any) -> bool:
-    if principal == "*":
-        return True
-    if isinstance(principal, dict):
-        return "*" in _as_list(principal.get("AWS"))
-    return False
 
 
 @resource_rule(
@@ -86,7 +73,7 @@ def no_public_principal(
         return []
     open_sids: list[str] = []
     for i, st in enumerate(statements(parse_json(props.get(prop)))):
-        if st.get("Effect") != "Allow" or not _everyone(st.get("Principal")):
+        if st.get("Effect") != "Allow" or not everyone(st.get("Principal")):
             continue
         if st.get("Condition"):
             continue
@@ -112,58 +99,6 @@ def _policy_docs(graph: Graph, node: Node, holder_type: str, ref_prop: str) -> l
         if target is node:
             docs.append(holder.get("policy"))
     return [parse_json(d) for d in docs if d is not None]
-
-
-def _action_allowed(actions: Any, wanted: str) -> bool:
-    return any(isinstance(a, str) and fnmatchcase(wanted.lower(), a.lower()) for a in actions)
-
-
-def _principal_allows(principal: Any, service: str) -> bool:
-    if _everyone(principal):
-        return True
-    if isinstance(principal, dict):
-        return service in _as_list(principal.get("Service"))
-    return False
-
-
-def _condition_allows(condition: Any, source_arn: Any) -> bool:
-    """A source-ARN condition admits the sender when it names its ARN (or a pattern of it);
-    an unknown ARN or any other condition is not held against it."""
-    if not isinstance(condition, dict):
-        return True
-    for block in condition.values():
-        if not isinstance(block, dict):
-            continue
-        for key, values in block.items():
-            if str(key).lower() != "aws:sourcearn":
-                continue
-            if not isinstance(source_arn, str) or is_unknown(source_arn):
-                return True
-            vals = _as_list(values)
-            if any(is_unknown(v) for v in vals):
-                return True
-            if not any(isinstance(v, str) and fnmatchcase(source_arn, v) for v in vals):
-                return False
-    return True
-
-
-def allows_delivery(docs: list[Any], service: str, action: str, source_arn: Any) -> bool | None:
-    """Whether the policy documents let `service` perform `action`; None when unknown."""
-    if any(is_unknown(d) for d in docs):
-        return None
-    for doc in docs:
-        for st in statements(doc):
-            if st.get("Effect") != "Allow":
-                continue
-            if any(is_unknown(v) for v in (st.get("Principal"), st.get("Action"))):
-                return None
-            if not _principal_allows(st.get("Principal"), service):
-                continue
-            if not _action_allowed(_as_list(st.get("Action")), action):
-                continue
-            if _condition_allows(st.get("Condition"), source_arn):
-                return True
-    return False
 
 
 def _queue_of(graph: Graph, node: Node, prop: str, value: Any) -> Node | None:
@@ -230,9 +165,21 @@ def delivery_permission_granted(graph: Graph, config: Mapping[str, Any]) -> list
             docs = _policy_docs(graph, target, QUEUE_POLICY, "queueUrl")
         else:
             docs = _policy_docs(graph, target, TOPIC_POLICY, "arn")
+        kind = "queue" if target.type == QUEUE else "topic"
+        if kind == "topic" and service_may_use_topic_key(graph, target, service) is False:
+            findings.append(
+                (
+                    target.urn,
+                    f"topic {target.label} receives deliveries from {who}, but its KMS key does "
+                    f"not let {service} use it (the AWS-managed alias/aws/sns key never does): "
+                    f"every publish is refused. Fix: encrypt {target.label} with a "
+                    f"customer-managed key whose policy allows {service} kms:GenerateDataKey* "
+                    f"and kms:Decrypt.",
+                )
+            )
+            continue
         if allows_delivery(docs, service, action, source) is not False:
             continue
-        kind = "queue" if target.type == QUEUE else "topic"
         findings.append(
             (
                 target.urn,

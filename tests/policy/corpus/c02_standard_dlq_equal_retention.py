@@ -6,8 +6,35 @@ source's expires a dead-lettered message as soon as it arrives. The source alrea
 maximum (1209600 s), so the only fix is a shorter source retention.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -17,7 +44,7 @@ EXPECTED = {
     ],
 }
 
-topic = aws.sns.Topic("ops", kms_master_key_id=aws.kms.Key("ops-key").arn)
+topic = aws.sns.Topic("ops", kms_master_key_id=aws.kms.Key("ops-key", policy=TOPIC_KEY_POLICY).arn)
 dlq = aws.sqs.Queue("invoices-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True)
 queue = aws.sqs.Queue(
     "invoices",

@@ -7,8 +7,35 @@ Guide, "Available CloudWatch metrics for Amazon SQS"). With an action it is a wo
 alarm. The consumer's mapping and queue are otherwise correct.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -17,7 +44,9 @@ EXPECTED = {
     ],
 }
 
-pager = aws.sns.Topic("pager", kms_master_key_id=aws.kms.Key("pager-key").arn)
+pager = aws.sns.Topic(
+    "pager", kms_master_key_id=aws.kms.Key("pager-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue(
     "events-dlq", message_retention_seconds=1209600, kms_master_key_id="alias/aws/sqs"
 )

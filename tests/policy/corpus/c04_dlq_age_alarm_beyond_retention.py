@@ -7,7 +7,34 @@ DLQ therefore has no working alarm. The DLQ retention (4 d default) also does no
 source's 4 d default retention: standard queues keep the original enqueue time.
 """
 
+import json
+
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -18,7 +45,9 @@ EXPECTED = {
     ],
 }
 
-topic = aws.sns.Topic("audit-alerts", kms_master_key_id=aws.kms.Key("audit-key").arn)
+topic = aws.sns.Topic(
+    "audit-alerts", kms_master_key_id=aws.kms.Key("audit-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue("audit-dlq", sqs_managed_sse_enabled=True)
 aws.sqs.Queue(
     "audit",

@@ -7,8 +7,35 @@ DestinationConfig). The mapping is rejected: a deploy-time error, known in a pre
 it names as destination receives nothing, so no DLQ alarm is demanded for it.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -19,7 +46,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("alerts", kms_master_key_id=aws.kms.Key("alerts-key").arn)
+alerts = aws.sns.Topic(
+    "alerts", kms_master_key_id=aws.kms.Key("alerts-key", policy=TOPIC_KEY_POLICY).arn
+)
 failures = aws.sqs.Queue(
     "orders-failures", message_retention_seconds=1209600, sqs_managed_sse_enabled=True
 )

@@ -6,8 +6,35 @@ and dimension stays INSUFFICIENT_DATA unless someone publishes there. The DLQ ha
 alarm.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -17,7 +44,9 @@ EXPECTED = {
     ],
 }
 
-topic = aws.sns.Topic("billing-alerts", kms_master_key_id=aws.kms.Key("billing-key").arn)
+topic = aws.sns.Topic(
+    "billing-alerts", kms_master_key_id=aws.kms.Key("billing-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue("billing-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True)
 aws.sqs.Queue(
     "billing",

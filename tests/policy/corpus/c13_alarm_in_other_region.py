@@ -6,8 +6,35 @@ namespaces"; SQS publishes metrics in the queue's region). The us-east-1 DLQ has
 resource states its region explicitly, so a preview knows it as well.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 REGION = "eu-west-1"
 EXPECTED = {
@@ -19,7 +46,9 @@ EXPECTED = {
 }
 
 topic = aws.sns.Topic(
-    "exports-alerts", region="eu-west-1", kms_master_key_id=aws.kms.Key("exports-key").arn
+    "exports-alerts",
+    region="eu-west-1",
+    kms_master_key_id=aws.kms.Key("exports-key", policy=TOPIC_KEY_POLICY).arn,
 )
 dlq = aws.sqs.Queue(
     "exports-dlq",

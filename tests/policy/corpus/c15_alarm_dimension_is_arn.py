@@ -7,8 +7,35 @@ DLQ's name is known: an apply over the known name would be known, so an unknown 
 from the DLQ cannot be its name, and the preview flags it too.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -18,7 +45,9 @@ EXPECTED = {
     ],
 }
 
-topic = aws.sns.Topic("claims-alerts", kms_master_key_id=aws.kms.Key("claims-key").arn)
+topic = aws.sns.Topic(
+    "claims-alerts", kms_master_key_id=aws.kms.Key("claims-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue(
     "claims-dlq", name="claims-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True
 )

@@ -7,8 +7,35 @@ none. Resources are linked by region and name, never by name alone, whatever the
 they are declared (the us-east-1 queues come first here).
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -41,7 +68,9 @@ for suffix, region in (("use1", "us-east-1"), ("euw1", "eu-west-1")):
     queues[region] = dlq
 
 topic = aws.sns.Topic(
-    "payments-alerts", region="eu-west-1", kms_master_key_id=aws.kms.Key("payments-key").arn
+    "payments-alerts",
+    region="eu-west-1",
+    kms_master_key_id=aws.kms.Key("payments-key", policy=TOPIC_KEY_POLICY).arn,
 )
 aws.cloudwatch.MetricAlarm(
     "payments-dlq-depth",

@@ -6,8 +6,35 @@ in us-east-1. Offline, the region of a provider-placed resource shows in its ARN
 unknown in a preview: only `up` can tell the two same-named DLQs apart.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -30,7 +57,9 @@ east = aws.Provider("east", region="us-east-1")
 west = aws.Provider("west", region="eu-west-1")
 alarms = aws.sns.Topic(
     "alarms",
-    kms_master_key_id=aws.kms.Key("alarms-key", opts=pulumi.ResourceOptions(provider=west)).arn,
+    kms_master_key_id=aws.kms.Key(
+        "alarms-key", policy=TOPIC_KEY_POLICY, opts=pulumi.ResourceOptions(provider=west)
+    ).arn,
     opts=pulumi.ResourceOptions(provider=west),
 )
 for label, provider in (("east", east), ("west", west)):

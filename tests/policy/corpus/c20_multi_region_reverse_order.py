@@ -5,8 +5,35 @@ us-east-1 alarm on QueueName=refunds-dlq covers the us-east-1 DLQ only, whatever
 declaration order: the eu-west-1 DLQ of the same name has no alarm.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -19,7 +46,9 @@ EXPECTED = {
 }
 
 topic = aws.sns.Topic(
-    "refunds-alerts", region="us-east-1", kms_master_key_id=aws.kms.Key("refunds-key").arn
+    "refunds-alerts",
+    region="us-east-1",
+    kms_master_key_id=aws.kms.Key("refunds-key", policy=TOPIC_KEY_POLICY).arn,
 )
 aws.cloudwatch.MetricAlarm(
     "refunds-dlq-depth",

@@ -6,8 +6,35 @@ Lambda rejects the mapping. The FIFO DLQ's shorter retention is fine: FIFO messa
 enqueue timestamp in the DLQ.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -17,7 +44,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("ledger-alerts", kms_master_key_id=aws.kms.Key("ledger-key").arn)
+alerts = aws.sns.Topic(
+    "ledger-alerts", kms_master_key_id=aws.kms.Key("ledger-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue(
     "ledger-dlq", fifo_queue=True, name="ledger-dlq.fifo", sqs_managed_sse_enabled=True
 )

@@ -6,8 +6,35 @@ and those messages return with a higher receive count. Advisory: the mapping's m
 concurrency (minimum 2) is the tool to limit a consumer.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -17,7 +44,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("export-alerts", kms_master_key_id=aws.kms.Key("export-key").arn)
+alerts = aws.sns.Topic(
+    "export-alerts", kms_master_key_id=aws.kms.Key("export-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue("export-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True)
 queue = aws.sqs.Queue(
     "export",

@@ -6,8 +6,35 @@ invocation"). A subscription without a redrive policy loses messages SNS cannot 
 its retries (SNS Developer Guide, "Amazon SNS dead-letter queues") — advisory.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -16,7 +43,9 @@ EXPECTED = {
     ],
 }
 
-topic = aws.sns.Topic("orders-events", kms_master_key_id=aws.kms.Key("events-key").arn)
+topic = aws.sns.Topic(
+    "orders-events", kms_master_key_id=aws.kms.Key("events-key", policy=TOPIC_KEY_POLICY).arn
+)
 fn = aws.lambda_.Function(
     "notify-fn",
     role="arn:aws:iam::123456789012:role/notify",

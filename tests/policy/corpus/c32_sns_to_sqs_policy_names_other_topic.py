@@ -10,6 +10,31 @@ import json
 
 import pulumi_aws as aws
 
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
+
 EXPECTED = {
     "both": [
         ("sns-subscription-has-redrive", "refunds-sub"),
@@ -29,7 +54,9 @@ EXPECTED = {
     ],
 }
 
-topic = aws.sns.Topic("refund-events", kms_master_key_id=aws.kms.Key("refund-key").arn)
+topic = aws.sns.Topic(
+    "refund-events", kms_master_key_id=aws.kms.Key("refund-key", policy=TOPIC_KEY_POLICY).arn
+)
 inbox = aws.sqs.Queue("refunds-inbox", sqs_managed_sse_enabled=True)
 aws.sqs.QueuePolicy(
     "refunds-inbox-policy",

@@ -13,11 +13,36 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
+
 EXPECTED = {
     "both": [],
 }
 
-key = aws.kms.Key("alarms-key", enable_key_rotation=True)
+key = aws.kms.Key("alarms-key", policy=TOPIC_KEY_POLICY, enable_key_rotation=True)
 alarms = aws.sns.Topic("alarms", kms_master_key_id=key.arn)
 dlq = aws.sqs.Queue("payments-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True)
 queue = aws.sqs.Queue(

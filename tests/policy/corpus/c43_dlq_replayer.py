@@ -7,8 +7,35 @@ visibility timeout is below the function timeout) and partial batch responses. V
 < 6 x 30 s is advisory.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -18,7 +45,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("jobs-alerts", kms_master_key_id=aws.kms.Key("jobs-key").arn)
+alerts = aws.sns.Topic(
+    "jobs-alerts", kms_master_key_id=aws.kms.Key("jobs-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue(
     "jobs-dlq",
     message_retention_seconds=1209600,

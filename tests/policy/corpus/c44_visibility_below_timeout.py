@@ -6,8 +6,35 @@ queue's visibility timeout to at least six times the function timeout"; CreateEv
 fails below 1x). The 6x advisory also applies.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -18,7 +45,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("uploads-alerts", kms_master_key_id=aws.kms.Key("uploads-key").arn)
+alerts = aws.sns.Topic(
+    "uploads-alerts", kms_master_key_id=aws.kms.Key("uploads-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue("uploads-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True)
 queue = aws.sqs.Queue(
     "uploads",

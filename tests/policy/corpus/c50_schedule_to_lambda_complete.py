@@ -12,6 +12,31 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
+
 EXPECTED = {
     "both": [
         ("sqs-queue-tls-only", "digest-schedule-dlq"),
@@ -19,7 +44,7 @@ EXPECTED = {
     ],
 }
 
-key = aws.kms.Key("digest-key", enable_key_rotation=True)
+key = aws.kms.Key("digest-key", policy=TOPIC_KEY_POLICY, enable_key_rotation=True)
 alerts = aws.sns.Topic("digest-alerts", kms_master_key_id=key.arn)
 schedule_dlq = aws.sqs.Queue(
     "digest-schedule-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True

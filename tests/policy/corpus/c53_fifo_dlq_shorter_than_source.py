@@ -5,8 +5,35 @@ Developer Guide, "Setting up dead-letter queue retention"), so the DLQ's 4 days 
 move; no retention violation. The DLQ is alarmed on its oldest message age (1 day < 4 days).
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -15,7 +42,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("bookings-alerts", kms_master_key_id=aws.kms.Key("bookings-key").arn)
+alerts = aws.sns.Topic(
+    "bookings-alerts", kms_master_key_id=aws.kms.Key("bookings-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue(
     "bookings-dlq",
     fifo_queue=True,

@@ -6,15 +6,44 @@ with an unknown source ARN: no ReportBatchItemFailures demand, and its on-failur
 (valid for streams) is an SNS topic, not a queue.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [],
 }
 
 streams = pulumi.StackReference("acme/streams/prod")
-failures = aws.sns.Topic("clickstream-failures", kms_master_key_id=aws.kms.Key("cs-key").arn)
+failures = aws.sns.Topic(
+    "clickstream-failures", kms_master_key_id=aws.kms.Key("cs-key", policy=TOPIC_KEY_POLICY).arn
+)
 fn = aws.lambda_.Function(
     "clickstream",
     role="arn:aws:iam::123456789012:role/clickstream",

@@ -5,8 +5,35 @@ notify (CloudWatch User Guide, "Combining alarms"); a child alarm needs no actio
 The DLQ is watched and someone is told.
 """
 
+import json
+
 import pulumi
 import pulumi_aws as aws
+
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
 
 EXPECTED = {
     "both": [
@@ -15,7 +42,9 @@ EXPECTED = {
     ],
 }
 
-alerts = aws.sns.Topic("quotes-alerts", kms_master_key_id=aws.kms.Key("quotes-key").arn)
+alerts = aws.sns.Topic(
+    "quotes-alerts", kms_master_key_id=aws.kms.Key("quotes-key", policy=TOPIC_KEY_POLICY).arn
+)
 dlq = aws.sqs.Queue("quotes-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True)
 aws.sqs.Queue(
     "quotes",

@@ -10,6 +10,31 @@ import json
 
 import pulumi_aws as aws
 
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
+
 EXPECTED = {
     "both": [
         ("delivery-permission-granted", "alerts-target-dlq"),
@@ -17,7 +42,7 @@ EXPECTED = {
     ],
 }
 
-key = aws.kms.Key("alerts-key", enable_key_rotation=True)
+key = aws.kms.Key("alerts-key", policy=TOPIC_KEY_POLICY, enable_key_rotation=True)
 topic = aws.sns.Topic("security-alerts", kms_master_key_id=key.arn)
 aws.sns.TopicPolicy(
     "security-alerts-policy",

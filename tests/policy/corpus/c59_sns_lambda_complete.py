@@ -12,6 +12,31 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+# The key lets CloudWatch alarms and EventBridge publish to the encrypted topic (a default
+# key policy admits only the account's IAM principals).
+TOPIC_KEY_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Account",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ServicesPublishToTheEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+            },
+        ],
+    }
+)
+
+
 EXPECTED = {
     "both": [
         ("sqs-queue-tls-only", "thumbs-failures"),
@@ -26,7 +51,7 @@ EXPECTED = {
     ],
 }
 
-key = aws.kms.Key("media-key", enable_key_rotation=True)
+key = aws.kms.Key("media-key", policy=TOPIC_KEY_POLICY, enable_key_rotation=True)
 uploads = aws.sns.Topic("media-uploads", kms_master_key_id=key.arn)
 alerts = aws.sns.Topic("media-alerts")
 sub_dlq = aws.sqs.Queue(

@@ -5,7 +5,8 @@ lifecycle state, CRM duplicate matches) never trigger the TTL rule. One strong s
 1. the tag `limits.IDEMPOTENCY_TABLE_TAG_KEY` = `limits.IDEMPOTENCY_TABLE_TAG_VALUE`, or a
    purpose/role/usage/use/kind/type tag whose value says idempotency/dedup;
 2. a Lambda function's environment variable named exactly as the idempotency runtimes name it
-   (`limits.IDEMPOTENCY_TABLE_ENV_VARS`: ours and Powertools' conventions) references the table.
+   (`limits.IDEMPOTENCY_TABLE_ENV_VARS`: ours and Powertools' conventions), or spelling out
+   "idempotency" (IDEMPOTENCY_TABLE_NAME, DDB_IDEMPOTENCY_TABLE), references the table.
 Otherwise a name signal must be corroborated by a structure signal:
 - name signals: a referencing env var matching `envVarPattern` (IDEM_TABLE, DEDUPE_TABLE, ...)
   or a table name matching `namePatterns` (`...-idem`, `processed-events`, ...);
@@ -72,6 +73,8 @@ IDEMPOTENCY_HASH_KEYS = frozenset(
     }
 )
 POWERTOOLS_LAYER = re.compile(r"powertools", re.I)
+# A variable that spells out "idempotency" names an idempotency store, whatever else it says.
+IDEMPOTENCY_WORD = re.compile(r"IDEMPOTEN", re.I)
 
 
 def _env_vars(fn: Node) -> dict[str, Any]:
@@ -142,7 +145,7 @@ def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str
         refs = _env_references(graph, fn, lambda v: v in names or bool(pattern.match(v)))
         for var, tables in sorted(refs.items()):
             for table in tables:
-                if var in names:
+                if var in names or IDEMPOTENCY_WORD.search(var):
                     strong.setdefault(table.urn, f"function {fn.label} names it in {var}")
                 elif pattern.match(var):
                     name_signals.setdefault(table.urn, f"function {fn.label} names it in {var}")

@@ -69,3 +69,27 @@ def test_the_graph_is_built_once_per_check_not_once_per_stack_rule(
     # A different stack (another check) gets its own graph.
     run_check(GOOD.replace("timeout=60", "timeout=61"))
     assert pack.GRAPHS.builds == before + 2
+
+
+@pytest.mark.parametrize(
+    ("as_of", "blocked", "deprecated"),
+    [
+        # python3.9: deprecated 2025-12-15, function creation blocked from 2027-02-01 (AWS
+        # Lambda runtimes table, as recorded in policy/rules/runtimes.py).
+        ("2025-06-01", False, False),
+        ("2026-01-01", False, True),
+        ("2027-02-01", True, False),
+    ],
+)
+def test_runtime_rules_follow_the_dated_table(as_of: str, blocked: bool, deprecated: bool):
+    from policy.rules import runtimes
+
+    args = ("aws:lambda/function:Function", {"runtime": "python3.9"}, "fn", {"asOf": as_of})
+    assert bool(runtimes.runtime_not_blocked(*args)) is blocked
+    assert bool(runtimes.runtime_not_deprecated(*args)) is deprecated
+    assert (
+        runtimes.runtime_not_blocked(
+            "aws:lambda/function:Function", {"runtime": "python3.13"}, "fn", {"asOf": "2027-02-01"}
+        )
+        == []
+    )

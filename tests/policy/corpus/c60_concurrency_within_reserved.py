@@ -4,8 +4,7 @@ AWS facts: maximum concurrency on an SQS mapping (2..1000) caps the poller witho
 when it stays at or below the function's reserved concurrency (Lambda Developer Guide,
 "Configuring maximum concurrency for Amazon SQS event sources"); reserved 25 >= 5 concurrent
 batches the poller starts with. Everything else is correct; the alarm topic is unencrypted
-(advisory:
-SNS stores its messages unencrypted at rest).
+(advisory: SNS stores its messages unencrypted at rest).
 """
 
 import json

@@ -28,7 +28,7 @@ from pulumi_policy import (
 from policy import rules as rules_package
 from policy.graph import Graph, node_from_policy_resource
 from policy.rules._base import ResourceCheck, Rule, StackCheck
-from policy.values import plain
+from policy.values import plain, raw_props
 
 PACK_NAME = "idempotent-messaging"
 PACK_DESCRIPTION = (
@@ -61,14 +61,25 @@ class _GraphCache:
         self.builds = 0  # how many graphs were built (tests assert one per check)
 
     def get(self, resources: Any) -> Graph:
-        nodes = [node_from_policy_resource(r) for r in resources]
+        resources = list(resources)
         key = json.dumps(
-            [(n.urn, n.type, n.props, n.prop_deps, n.deps, n.parent) for n in nodes],
+            [
+                (
+                    r.urn,
+                    r.resource_type,
+                    raw_props(r.props),
+                    {k: [d.urn for d in v] for k, v in r.property_dependencies.items()},
+                    [d.urn for d in r.dependencies],
+                    r.parent.urn if r.parent is not None else None,
+                )
+                for r in resources
+            ],
             default=_content,
             sort_keys=True,
         )
         if key != self._key or self._graph is None:
-            self._graph, self._key = Graph(nodes), key
+            self._graph = Graph(node_from_policy_resource(r) for r in resources)
+            self._key = key
             self.builds += 1
         return self._graph
 

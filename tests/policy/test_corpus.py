@@ -249,3 +249,11 @@ def test_docs_report_precision_and_recall_computed_from_the_corpus(results: Resu
 def test_a_corpus_run_takes_seconds_not_minutes(results: Results):
     seconds = [r.seconds for r in results.runs.values()]
     assert max(seconds) < 20, max(seconds)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_each_finding_names_its_resource_and_source_line(program: str, results: Results):
+    for v in results.runs[(program, "up")].report["violations"]:
+        assert v["urn"].endswith("::" + v["name"])
+        assert f"'{v['name']}'" in v["message"], v["message"]
+        assert v["file"] and v["file"].endswith(".py") and v["line"] > 0

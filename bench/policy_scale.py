@@ -35,7 +35,31 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-alerts = aws.sns.Topic("alerts", kms_master_key_id="alias/aws/sns")
+# CloudWatch publishes to an encrypted topic only with a key whose policy admits it
+# (alias/aws/sns never does), so the alarm topic gets its own key.
+alerts_key = aws.kms.Key(
+    "alerts-key",
+    policy=json.dumps(
+        {{
+            "Version": "2012-10-17",
+            "Statement": [
+                {{
+                    "Effect": "Allow",
+                    "Principal": {{"AWS": "arn:aws:iam::123456789012:root"}},
+                    "Action": "kms:*",
+                    "Resource": "*",
+                }},
+                {{
+                    "Effect": "Allow",
+                    "Principal": {{"Service": "cloudwatch.amazonaws.com"}},
+                    "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                    "Resource": "*",
+                }},
+            ],
+        }}
+    ),
+)
+alerts = aws.sns.Topic("alerts", kms_master_key_id=alerts_key.arn)
 role = aws.iam.Role(
     "consumer-role",
     assume_role_policy=json.dumps(

@@ -37,6 +37,7 @@ INVOKE_CONFIG = "aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"
 SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
 
 _DLQ_NAME = re.compile(r"dlq|dead[-_]?letter", re.I)
+_QUEUE_URL = re.compile(r"^https?://sqs[.-]([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(\d+)/")
 
 
 @dataclass
@@ -117,6 +118,49 @@ def resource_name_from_ref(ref: str) -> str:
     return ref
 
 
+Location = tuple[str | None, str | None]  # (region, account); None: not known
+
+
+def location_of_ref(ref: Any) -> Location:
+    """The region and account an ARN or SQS URL names ((None, None) for a bare name)."""
+    if not isinstance(ref, str) or is_unknown(ref):
+        return None, None
+    if ref.startswith("arn:"):
+        parts = ref.split(":", 5)
+        if len(parts) >= 5:
+            return parts[3] or None, parts[4] or None
+    m = _QUEUE_URL.match(ref)
+    if m:
+        return m.group(1), m.group(2)
+    return None, None
+
+
+def location_of(node: Node | ExternalRef) -> Location:
+    """Where a resource lives: its own `region` argument (pulumi-aws v7) wins over the region
+    of its ARN or URL, which the provider derives from it."""
+    if isinstance(node, ExternalRef):
+        return location_of_ref(node.ref)
+    region: str | None = None
+    account: str | None = None
+    for key in ("arn", "url"):
+        r, a = location_of_ref(node.get(key))
+        region, account = region or r, account or a
+    own = node.get("region")
+    if isinstance(own, str) and own and not is_unknown(own):
+        region = own
+    return region, account
+
+
+def located_at(node: Node | ExternalRef, where: Location) -> bool:
+    """False only when a known region or account of `node` differs from `where`'s."""
+    here = location_of(node)
+    return all(a is None or b is None or a == b for a, b in zip(here, where, strict=True))
+
+
+def same_location(a: Node | ExternalRef, b: Node | ExternalRef) -> bool:
+    return located_at(a, location_of(b))
+
+
 def function_name_from_ref(ref: str) -> str:
     """Lambda accepts a name, `name:qualifier`, a full or a partial ARN."""
     if ref.startswith("arn:") or ":function:" in ref:
@@ -190,8 +234,8 @@ class Graph:
     def __init__(self, nodes: Iterable[Node]) -> None:
         self.nodes: list[Node] = list(nodes)
         self.by_urn: dict[str, Node] = {n.urn: n for n in self.nodes}
-        # (type, prop) -> string value -> the first (position, node) of that type holding it.
-        self._value_indexes: dict[tuple[str, str], dict[str, tuple[int, Node]]] = {}
+        # (type, prop) -> string value -> (position, node) of the nodes of that type holding it.
+        self._value_indexes: dict[tuple[str, str], dict[str, list[tuple[int, Node]]]] = {}
 
     @classmethod
     def from_policy_resources(cls, resources: Iterable[Any]) -> Graph:
@@ -227,35 +271,39 @@ class Graph:
 
     # --- matching by value -------------------------------------------------------------------
 
-    def _value_index(self, type_: str, prop: str) -> dict[str, tuple[int, Node]]:
+    def _value_index(self, type_: str, prop: str) -> dict[str, list[tuple[int, Node]]]:
         index = self._value_indexes.get((type_, prop))
         if index is None:
             index = {}
             for pos, n in self._by_type.get(type_, []):
                 value = n.get(prop)
-                # Only strings can equal a reference (a str); the first holder wins, as in a scan.
+                # Only strings can equal a reference (a str); holders stay in graph order.
                 if isinstance(value, str):
-                    index.setdefault(value, (pos, n))
+                    index.setdefault(value, []).append((pos, n))
             self._value_indexes[(type_, prop)] = index
         return index
 
     def _hits(
-        self, types: tuple[str, ...], props: tuple[str, ...], value: str
+        self, types: tuple[str, ...], props: tuple[str, ...], value: str, ref: str | None = None
     ) -> list[tuple[int, Node]]:
-        """(position, node) of the first node of each type whose any of `props` is `value`."""
-        return [
-            hit
-            for t in dict.fromkeys(types)
-            for prop in props
-            if (hit := self._value_index(t, prop).get(value)) is not None
-        ]
+        """(position, node) of the first node of each type whose any of `props` is `value`
+        and that can live where `ref` (an ARN or URL) points: same region and account."""
+        where = location_of_ref(ref if ref is not None else value)
+        out = []
+        for t in dict.fromkeys(types):
+            for prop in props:
+                for hit in self._value_index(t, prop).get(value, []):
+                    if located_at(hit[1], where):
+                        out.append(hit)
+                        break
+        return out
 
     def _match(self, types: tuple[str, ...], ref: str, name_prop: str = "name") -> Node | None:
         """The first node of `types` (in graph order) holding `ref` as ARN, URL or id, else the
-        first one named as `ref` names its resource."""
+        first one named as `ref` names its resource, in the region and account `ref` names."""
         hits = self._hits(types, ("arn", "url", "id"), ref)
         if not hits:
-            hits = self._hits(types, (name_prop,), resource_name_from_ref(ref))
+            hits = self._hits(types, (name_prop,), resource_name_from_ref(ref), ref)
         return min(hits, key=itemgetter(0))[1] if hits else None
 
     def resolve(
@@ -282,7 +330,7 @@ class Graph:
             if not candidates:
                 # The first resource of `types` that holds the value or bears the name.
                 hits = self._hits(types, ("arn", "url", "id"), value)
-                hits += self._hits(types, ("name",), wanted)
+                hits += self._hits(types, ("name",), wanted, value)
                 return min(hits, key=itemgetter(0))[1] if hits else ExternalRef(value)
             for n in candidates:
                 if value in (n.get("arn"), n.get("url"), n.get("id")) or n.get("name") == wanted:
@@ -481,7 +529,12 @@ class Graph:
                     f"subscription {sub.label}",
                 )
             )
+        sqs_mappings = {m.node.urn for m in self.mappings if m.is_sqs is not False}
         for esm in self.of_type(ESM):
+            # AWS rejects an on-failure destination on an SQS mapping (the sqs-esm-config-valid
+            # rule reports it); the queue it names receives nothing, so it is no DLQ.
+            if esm.urn in sqs_mappings:
+                continue
             if esm.get("destinationConfig", "onFailure") is not None:
                 found.append(
                     (
@@ -542,7 +595,9 @@ class Graph:
         for esm in self.of_type(ESM):
             value = esm.get("eventSourceArn")
             deps = [
-                self.by_urn[u] for u in esm.prop_deps.get("eventSourceArn", []) if u in self.by_urn
+                self.by_urn[u]
+                for u in esm.prop_deps.get("eventSourceArn", [])
+                if u in self.by_urn and self.by_urn[u].type != STACK_REFERENCE
             ]
             queues = [d for d in deps if d.type == QUEUE]
             is_sqs: bool | None
@@ -558,7 +613,7 @@ class Graph:
             elif deps:
                 is_sqs = False  # depends on a stream/table/broker, not a queue
             else:
-                is_sqs = None
+                is_sqs = sqs_by_shape(esm)
             out.append(Mapping_(esm, is_sqs, queue, self.resolve_function(esm, "functionName")))
         return out
 
@@ -592,6 +647,11 @@ class Graph:
         return metrics
 
     def alarm_watches_queue(self, alarm: Node, metric: Mapping[str, Any], queue: Node) -> bool:
+        """Whether the alarm's metric is the queue's: its QueueName dimension names the queue,
+        and the alarm lives in the queue's region and account (CloudWatch metrics are
+        regional and per account: an alarm elsewhere watches another queue of that name)."""
+        if not same_location(alarm, queue):
+            return False
         dims = metric.get("dimensions")
         qname = dims.get("QueueName") if isinstance(dims, dict) else None
         if isinstance(qname, str) and not is_unknown(qname):
@@ -601,8 +661,13 @@ class Graph:
             # The queue's name is unknown (a preview of a computed name): a literal dimension
             # that names no other queue of the stack may well be this one; never guess "no".
             return qname not in self._queue_names
-        # The dimension value is unknown (or the whole map is): the dependency decides.
-        return queue in self.dep_nodes(alarm, str(metric.get("prop")), (QUEUE,))
+        # The dimension value is unknown (or the whole map is): the dependency decides...
+        if queue not in self.dep_nodes(alarm, str(metric.get("prop")), (QUEUE,)):
+            return False
+        # ...unless the queue's name is known: an apply over a known value runs in a preview,
+        # so an unknown value derived from this queue is its ARN or URL, not its name.
+        own_name = queue.get("name")
+        return not (isinstance(own_name, str) and own_name and not is_unknown(own_name))
 
     @cached_property
     def _queue_names(self) -> set[str]:
@@ -641,6 +706,42 @@ class Graph:
 
     def table_for_ref(self, ref: str) -> Node | None:
         return self._match((TABLE,), ref)
+
+    def topic(self, ref: str) -> Node | None:
+        return self._match((TOPIC,), ref)
+
+    def function_for_ref(self, ref: str) -> Node | None:
+        """The stack function a name, `name:qualifier`, full or partial ARN names."""
+        if ref.startswith("arn:"):
+            return self._match((FUNCTION,), ref)
+        return self._match((FUNCTION,), function_name_from_ref(ref))
+
+
+# Properties only non-SQS event sources take: streams and Kafka need a starting position, MQ
+# brokers name their queues and credentials, DocumentDB its change-stream config.
+_NON_SQS_PROPS = (
+    "startingPosition",
+    "startingPositionTimestamp",
+    "queues",
+    "sourceAccessConfigurations",
+    "selfManagedEventSource",
+    "selfManagedKafkaEventSourceConfig",
+    "amazonManagedKafkaEventSourceConfig",
+    "documentDbEventSourceConfig",
+    "topics",
+    "parallelizationFactor",
+    "tumblingWindowInSeconds",
+)
+
+
+def sqs_by_shape(esm: Node) -> bool:
+    """Whether a mapping whose source ARN is unknown (a StackReference output, a preview) reads
+    SQS, judged by its own properties: `scaling_config` (maximum concurrency) exists for SQS
+    sources only; without it, SQS is the one source that takes none of the properties the
+    others require (a stream or Kafka mapping cannot be created without a starting position).
+    Unknown and empty values are no evidence: providers compute some of these (0, [])."""
+    values = [esm.get(p) for p in _NON_SQS_PROPS]
+    return not any(v and not is_unknown(v) for v in values)
 
 
 def _allows_sources(doc: Any) -> bool:

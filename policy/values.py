@@ -66,3 +66,8 @@ def _target(proxy: Any) -> Any:
     if type(proxy).__name__ in ("_DictProxy", "_ListProxy"):
         return proxy["__target"]
     return proxy
+
+
+def raw_props(props: Any) -> Any:
+    """The plain mapping under pulumi-policy's property proxy (unknowns as sentinels)."""
+    return _target(props)

@@ -12,12 +12,20 @@ import pytest
 from policy.analyze import Violation
 from policy.check import check
 
-HEADER = "import json\nimport pulumi\nimport pulumi_aws as aws\n\n"
+# The fourth line defines the key policy of GOOD's alarm topic (CloudWatch may use the key to
+# publish; a default key policy would refuse it); it keeps GOOD's line numbers unchanged.
+KEY_POLICY = (
+    '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": '
+    '"arn:aws:iam::123456789012:root"}, "Action": "kms:*", "Resource": "*"}, {"Effect": '
+    '"Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": ["kms:Decrypt", '
+    '"kms:GenerateDataKey*"], "Resource": "*"}]}'
+)
+HEADER = f"import json\nimport pulumi\nimport pulumi_aws as aws\nKEY_POLICY = {KEY_POLICY!r}\n"
 
 # A well-configured SQS -> Lambda pipeline written with raw pulumi_aws resources: every rule
 # passes. Tests derive misconfigured variants from it by replacing one line.
 GOOD = """
-topic = aws.sns.Topic("alerts", kms_master_key_id="alias/aws/sns")
+topic = aws.sns.Topic("alerts", kms_master_key_id=aws.kms.Key("k", policy=KEY_POLICY).arn)
 dlq = aws.sqs.Queue(
     "orders-dlq", message_retention_seconds=1209600, sqs_managed_sse_enabled=True
 )
@@ -78,8 +86,10 @@ def write_project(
     root.mkdir(parents=True, exist_ok=True)
     (root / "Pulumi.yaml").write_text(f"name: {name}\nruntime: python\n")
     (root / "__main__.py").write_text(HEADER + textwrap.dedent(body))
-    if stack_yaml is not None:
-        (root / "Pulumi.dev.yaml").write_text(textwrap.dedent(stack_yaml))
+    # The region the literal ARNs of the tests name: without it the stack's region would come
+    # from the environment, and an ARN in another region names another resource.
+    stack_yaml = stack_yaml if stack_yaml is not None else "config:\n  aws:region: us-east-1\n"
+    (root / "Pulumi.dev.yaml").write_text(textwrap.dedent(stack_yaml))
     return root
 
 

@@ -36,7 +36,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]
 def test_json_report_shape_and_exit_1_on_a_mandatory_violation(projects, capsys):
     code, report = run_json(capsys, "--project", str(projects["bad"]), "--stack", "dev")
     assert code == 1
-    assert report["mode"] == "up" and report["resources"] == 8
+    assert report["mode"] == "up" and report["resources"] == 9
     v = next(
         v
         for v in report["violations"]

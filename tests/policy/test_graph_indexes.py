@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import queues
 from policy.graph import (
     ALARM,
     ALIAS,
@@ -27,6 +26,7 @@ from policy.graph import (
     function_name_from_ref,
     resource_name_from_ref,
 )
+from policy.rules import queues
 from policy.values import UNKNOWN
 
 pytestmark = pytest.mark.policy

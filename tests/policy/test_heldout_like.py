@@ -4,7 +4,9 @@ Each directory under fixtures/heldout_like/ is a complete Pulumi project (Pulumi
 __main__.py, Pulumi.dev.yaml) plus `expected.json`: the (policy, logical resource name) pairs
 the offline check must report, mandatory and advisory. Pairs that a preview cannot decide
 (the value is unknown until the resource exists) are listed under `*_up_only` with the reason;
-in preview mode they may or may not appear, every other pair must match exactly.
+in preview mode they may or may not appear. Pairs only a preview reports (a value it must take
+for wrong because it is unknown) are listed under `*_preview_only` with the reason. Every other
+pair must match exactly.
 
 Every program runs once per mode through `policy.check.main(... --format json)` in-process
 (module-scoped cache); one subprocess run proves the real CLI path gives the same report.
@@ -25,6 +27,8 @@ import pytest
 
 from policy.check import main
 from policy.pack import POLICIES
+from tests.policy.test_corpus import PROGRAMS as CORPUS_PROGRAMS
+from tests.policy.test_corpus import expected as corpus_expected
 
 pytestmark = pytest.mark.policy
 
@@ -51,7 +55,8 @@ def expected_pairs(program: str, level: str, mode: str) -> tuple[set[Pair], set[
     exp = expected(program)
     always = {(p, n) for p, n in exp.get(level, [])}
     up_only = {(d["policy"], d["name"]) for d in exp.get(f"{level}_up_only", [])}
-    return (always | up_only, set()) if mode == "up" else (always, up_only)
+    preview_only = {(d["policy"], d["name"]) for d in exp.get(f"{level}_preview_only", [])}
+    return (always | up_only, set()) if mode == "up" else (always | preview_only, up_only)
 
 
 def run_cli(argv: list[str]) -> Report:
@@ -88,6 +93,10 @@ def test_there_are_at_least_12_programs_covering_every_mandatory_rule():
             e[0] if isinstance(e, list) else e["policy"] for e in expected(prog).get(level, [])
         ]
     }
+    # The newer rules are covered by the corpus (tests/policy/corpus), which runs the same way.
+    covered |= {
+        p for prog in CORPUS_PROGRAMS for mode in MODES for p, _ in corpus_expected(prog, mode)
+    }
     assert covered >= MANDATORY_RULES, MANDATORY_RULES - covered
     clean = [
         p
@@ -101,12 +110,14 @@ def test_there_are_at_least_12_programs_covering_every_mandatory_rule():
 def test_expected_file_names_known_policies_and_gives_reasons(program: str):
     exp = expected(program)
     names = {p.name for p in POLICIES}
-    assert set(exp) <= {"mandatory", "advisory", "mandatory_up_only", "advisory_up_only"}
+    assert set(exp) <= {
+        f"{level}{suffix}" for level in LEVELS for suffix in ("", "_up_only", "_preview_only")
+    }
     for level in LEVELS:
         for policy, _ in exp.get(level, []):
             assert policy in names
             assert (policy in MANDATORY_RULES) == (level == "mandatory"), policy
-        for entry in exp.get(f"{level}_up_only", []):
+        for entry in exp.get(f"{level}_up_only", []) + exp.get(f"{level}_preview_only", []):
             assert entry["policy"] in names and entry["name"] and len(entry["reason"]) > 20
 
 

@@ -28,6 +28,15 @@ QUEUE = """
 )
 """
 
+# The schedule and the subscription invoke GOOD's function asynchronously: give it an
+# on-failure destination (a topic, not a queue) so that only the tested DLQ is at stake.
+ASYNC_FAILURE_PATH = """
+aws.lambda_.FunctionEventInvokeConfig(
+    "consumer-async", function_name=fn.name,
+    destination_config={"on_failure": {"destination": topic.arn}},
+)
+"""
+
 ALARM = """
 aws.cloudwatch.MetricAlarm(
     "{name}-alarm",
@@ -55,7 +64,8 @@ aws.scheduler.Schedule(
     target={"arn": fn.arn, "role_arn": role.arn, <RETRY>,
             "dead_letter_config": {"arn": xdlq.arn}},
 )
-""".replace("<RETRY>", RETRY),
+""".replace("<RETRY>", RETRY)
+        + ASYNC_FAILURE_PATH,
     ),
     "lambda-dead-letter-config": (
         "async-dlq",
@@ -82,7 +92,8 @@ aws.sns.TopicSubscription(
     "alerts-to-fn", topic=topic.arn, protocol="lambda", endpoint=fn.arn,
     redrive_policy=pulumi.Output.json_dumps({"deadLetterTargetArn": xdlq.arn}),
 )
-""",
+"""
+        + ASYNC_FAILURE_PATH,
     ),
     "stream-mapping-on-failure": (
         "stream-dlq",

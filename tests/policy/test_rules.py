@@ -222,8 +222,8 @@ aws.lambda_.EventSourceMapping(
     function_name="orders-consumer",
 )
 aws.cloudwatch.MetricAlarm(
-    "dlq-alarm", namespace="AWS/SQS", metric_name="NumberOfMessagesSent",
-    dimensions={"QueueName": "orders-dlq"}, statistic="Sum", period=60, evaluation_periods=1,
+    "dlq-alarm", namespace="AWS/SQS", metric_name="ApproximateNumberOfMessagesVisible",
+    dimensions={"QueueName": "orders-dlq"}, statistic="Max", period=60, evaluation_periods=1,
     threshold=0, comparison_operator="GreaterThanThreshold",
     alarm_actions=["arn:aws:sns:us-east-1:123456789012:ops"],
 )
@@ -309,6 +309,8 @@ aws.iam.Policy("narrow", policy=json.dumps({"Version": "2012-10-17", "Statement"
         ("sns-topic-encrypted", "loud"),
         ("dynamodb-table-pitr-enabled", "t"),
         ("iam-no-wildcard-actions", "broad"),
+        # sqs:SendMessage supports resource-level permissions: "*" could name the queue
+        ("iam-data-actions-name-resources", "narrow"),
     }
 
 

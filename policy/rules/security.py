@@ -7,9 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from policy.graph import QUEUE, QUEUE_POLICY, TOPIC, Graph, Node, parse_json
+from policy.rules._base import (
+    ADVISORY,
+    Finding,
+    resource_rule,
+    stack_rule,
+    strings,
+)
 from policy.values import is_unknown
-
-Finding = tuple[str, str]
 
 # Resource type -> the property holding an IAM-style policy document.
 POLICY_PROPERTIES: dict[str, str] = {
@@ -43,6 +48,12 @@ def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+@resource_rule(
+    "sqs-queue-encrypted",
+    "SQS queues declare encryption at rest (SSE-SQS or KMS).",
+    ADVISORY,
+    "Set sqs_managed_sse_enabled=True or kms_master_key_id.",
+)
 def sqs_queue_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -64,6 +75,13 @@ def sqs_queue_encrypted(
     ]
 
 
+@resource_rule(
+    "sns-topic-encrypted",
+    "SNS topics are encrypted at rest with KMS.",
+    ADVISORY,
+    "Set kms_master_key_id to a customer-managed key whose policy lets the publishers "
+    "(CloudWatch, EventBridge, ...) use it.",
+)
 def sns_topic_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -74,8 +92,9 @@ def sns_topic_encrypted(
         return []
     return [
         f"topic '{name}' sets no kms_master_key_id, so SNS stores its messages unencrypted at "
-        f"rest. Fix: set kms_master_key_id='alias/aws/sns' (or a customer-managed key whose "
-        f"policy lets the publishers use it)."
+        f"rest. Fix: set kms_master_key_id to a customer-managed KMS key whose key policy lets "
+        f"the publishers use it (CloudWatch alarms, EventBridge and S3 cannot use the "
+        f"AWS-managed alias/aws/sns key, so a topic they publish to needs your own key)."
     ]
 
 
@@ -107,6 +126,13 @@ def wildcard_actions(doc: Any, allowed: set[str]) -> list[str]:
     return found
 
 
+@resource_rule(
+    "iam-no-wildcard-actions",
+    "IAM and resource policies allow no wildcard actions.",
+    ADVISORY,
+    "List the exact actions instead of service:* or *.",
+    {"allowedActions": strings([])},
+)
 def iam_no_wildcard_actions(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:
@@ -153,6 +179,12 @@ def denies_insecure_transport(doc: Any) -> bool:
     return False
 
 
+@stack_rule(
+    "sqs-queue-tls-only",
+    "SQS queue policies deny requests that do not use TLS (aws:SecureTransport).",
+    ADVISORY,
+    "Add a Deny statement on aws:SecureTransport=false to the queue policy.",
+)
 def sqs_queue_tls_only(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     policies: dict[str, list[Any]] = {}
     for qp in graph.of_type(QUEUE_POLICY):
@@ -175,3 +207,88 @@ def sqs_queue_tls_only(graph: Graph, config: Mapping[str, Any]) -> list[Finding]
             )
         )
     return findings
+
+
+# Data-plane actions that support resource-level permissions (Service Authorization Reference):
+# a grant of one of them on "*" covers every queue/table/topic/function of the account.
+DATA_PLANE_ACTIONS = frozenset(
+    a.lower()
+    for a in (
+        "sqs:SendMessage",
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+        "dynamodb:BatchGetItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:TransactWriteItems",
+        "dynamodb:TransactGetItems",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:PartiQLSelect",
+        "dynamodb:PartiQLInsert",
+        "dynamodb:PartiQLUpdate",
+        "dynamodb:PartiQLDelete",
+        "sns:Publish",
+        "lambda:InvokeFunction",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:DeleteObject",
+        "kms:Decrypt",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+        "events:PutEvents",
+        "scheduler:CreateSchedule",
+    )
+)
+IDENTITY_POLICY_TYPES = frozenset(
+    {
+        "aws:iam/policy:Policy",
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:iam/userPolicy:UserPolicy",
+        "aws:iam/groupPolicy:GroupPolicy",
+    }
+)
+
+
+@resource_rule(
+    "iam-data-actions-name-resources",
+    "IAM statements granting data-plane actions (sqs:SendMessage, dynamodb:PutItem, ...) name "
+    "the resources instead of Resource '*'.",
+    ADVISORY,
+    "Replace Resource '*' with the ARNs of the queues, tables, topics or functions used.",
+)
+def iam_data_actions_name_resources(
+    resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
+) -> list[str]:
+    docs: list[Any] = []
+    if resource_type in IDENTITY_POLICY_TYPES:
+        docs.append(props.get("policy"))
+    elif resource_type == "aws:iam/role:Role":
+        inline = props.get("inlinePolicies")
+        for p in inline if isinstance(inline, list) else []:
+            if isinstance(p, dict):
+                docs.append(p.get("policy"))
+    found: list[str] = []
+    for doc in docs:
+        for st in statements(parse_json(doc)):
+            if st.get("Effect", "Allow") != "Allow" or "*" not in _as_list(st.get("Resource")):
+                continue
+            found.extend(
+                a
+                for a in _as_list(st.get("Action"))
+                if isinstance(a, str) and a.lower() in DATA_PLANE_ACTIONS
+            )
+    if not found:
+        return []
+    return [
+        f"'{name}' ({resource_type}) grants {sorted(set(found))} on Resource '*': these actions "
+        f"can be limited to named resources, and '*' lets the code read or write every queue, "
+        f"table, topic or function of the account. Fix: list the ARNs it uses as Resource."
+    ]

@@ -6,11 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from policy.graph import Graph
+from policy.rules._base import (
+    MANDATORY,
+    Finding,
+    stack_rule,
+)
 from policy.values import is_unknown
 
-Finding = tuple[str, str]
 
-
+@stack_rule(
+    "lambda-sqs-esm-reports-batch-item-failures",
+    "SQS event source mappings report partial batch failures (ReportBatchItemFailures).",
+    MANDATORY,
+    "Set function_response_types=['ReportBatchItemFailures'] and return batchItemFailures "
+    "from the handler.",
+)
 def esm_reports_batch_item_failures(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     """Only SQS mappings: streams report failures differently and need no such setting.
 

@@ -6,6 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from policy.graph import SCHEDULE, as_number, fmt
+from policy.rules._base import (
+    MANDATORY,
+    number,
+    resource_rule,
+)
 from policy.values import is_unknown
 
 # EventBridge Scheduler's own ceilings (and defaults when no retry policy is set).
@@ -13,6 +18,16 @@ MAX_RETRY_ATTEMPTS = 185
 MAX_EVENT_AGE_S = 86400
 
 
+@resource_rule(
+    "scheduler-schedule-has-retry-and-dlq",
+    "EventBridge Scheduler schedules set a bounded retry policy and a dead-letter queue.",
+    MANDATORY,
+    "Set target.retry_policy and target.dead_letter_config.",
+    {
+        "maxRetryAttempts": number(MAX_RETRY_ATTEMPTS),
+        "maxEventAgeSeconds": number(MAX_EVENT_AGE_S, 60),
+    },
+)
 def schedule_has_retry_and_dlq(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
 ) -> list[str]:

@@ -1,0 +1,259 @@
+"""The corpus: independent raw `pulumi_aws` programs, each checked offline in `up` and `preview`.
+
+Every `tests/policy/corpus/*.py` is one complete program (it becomes the `__main__.py` of a
+temporary Pulumi project). Its docstring states the AWS facts its expectations come from; its
+module-level `EXPECTED` literal (never executed by the test, read with `ast`) lists:
+
+- ``both``: (policy, logical name) pairs reported in `up` and in `preview`;
+- ``up_only``: (policy, name, reason) pairs reported in `up` only, with why a preview cannot
+  know (a value unknown until the resource exists);
+- ``preview_only``: (policy, name, reason) pairs only a preview reports.
+
+Every other pair is a mismatch: the reported mandatory and advisory pairs must equal these
+exactly, in each mode, and the exit code must be 1 exactly when a mandatory pair is expected.
+An optional `REGION = "..."` literal sets the stack's `aws:region` (default eu-west-1).
+
+Most programs run in-process through `policy.check.main` (the CLI's own entry point); a few run
+through the real `python -m policy.check` subprocess, which must give the same report.
+`render_report` turns the results into the precision/recall section of docs/policy.md; the
+docs test fails when that section is stale (`UPDATE_POLICY_DOCS=1` rewrites it).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy.check import main
+from policy.pack import RULES
+
+pytestmark = pytest.mark.policy
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).parent / "corpus"
+PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py") if not p.name.startswith("_"))
+MODES = ("up", "preview")
+LEVEL = {r.name: r.level for r in RULES}
+SUBPROCESS_PROGRAMS = ("c09_sqs_mapping_on_failure", "c18_multi_region_same_names")
+DOCS = ROOT / "docs" / "policy.md"
+BEGIN, END = "<!-- corpus-report:begin -->", "<!-- corpus-report:end -->"
+DEFAULT_REGION = "eu-west-1"
+
+Pair = tuple[str, str]
+
+
+def literal(program: str, name: str, default: Any = None) -> Any:
+    tree = ast.parse((CORPUS / f"{program}.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    return default
+
+
+def docstring(program: str) -> str:
+    return ast.get_docstring(ast.parse((CORPUS / f"{program}.py").read_text())) or ""
+
+
+def expected(program: str, mode: str) -> set[Pair]:
+    exp = literal(program, "EXPECTED")
+    pairs = {(p, n) for p, n in exp.get("both", [])}
+    pairs |= {(p, n) for p, n, _ in exp.get(f"{mode}_only", [])}
+    return pairs
+
+
+def project(program: str, root: Path) -> Path:
+    directory = root / program
+    if not directory.exists():
+        directory.mkdir(parents=True)
+        (directory / "Pulumi.yaml").write_text(
+            f"name: {program.replace('_', '-')}\nruntime: python\n"
+        )
+        region = literal(program, "REGION", DEFAULT_REGION)
+        (directory / "Pulumi.dev.yaml").write_text(f"config:\n  aws:region: {region}\n")
+        (directory / "__main__.py").write_text((CORPUS / f"{program}.py").read_text())
+    return directory
+
+
+def argv(directory: Path, mode: str) -> list[str]:
+    args = ["--project", str(directory), "--stack", "dev", "--format", "json"]
+    return args + (["--preview"] if mode == "preview" else [])
+
+
+@dataclass
+class Run:
+    code: int
+    report: dict[str, Any]
+    seconds: float
+
+    def pairs(self, level: str | None = None) -> set[Pair]:
+        return {
+            (v["policy"], v["name"])
+            for v in self.report["violations"]
+            if level is None or v["enforcement"] == level
+        }
+
+
+@dataclass
+class Results:
+    runs: dict[tuple[str, str], Run] = field(default_factory=dict)
+
+
+def run_in_process(directory: Path, mode: str) -> Run:
+    out = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(out):
+        code = main(argv(directory, mode))
+    return Run(code, json.loads(out.getvalue()), time.perf_counter() - start)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Results]:
+    root = tmp_path_factory.mktemp("corpus")
+    res = Results()
+    for program in PROGRAMS:
+        for mode in MODES:
+            res.runs[(program, mode)] = run_in_process(project(program, root), mode)
+    yield res
+
+
+def test_the_corpus_has_at_least_60_programs_and_covers_every_rule():
+    assert len(PROGRAMS) >= 60
+    covered = {p for prog in PROGRAMS for mode in MODES for p, _ in expected(prog, mode)}
+    assert covered >= set(LEVEL), sorted(set(LEVEL) - covered)
+    clean = [p for p in PROGRAMS if not any(LEVEL[r] == "mandatory" for r, _ in expected(p, "up"))]
+    assert len(clean) >= 15, "correct stacks prove the absence of false alarms"
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_program_states_its_aws_facts_and_reasons(program: str):
+    assert len(docstring(program)) > 80, "the docstring states the AWS facts behind EXPECTED"
+    exp = literal(program, "EXPECTED")
+    assert isinstance(exp, dict) and set(exp) <= {"both", "up_only", "preview_only"}
+    for entry in exp.get("both", []):
+        assert entry[0] in LEVEL, entry
+    for key in ("up_only", "preview_only"):
+        for policy, name, reason in exp.get(key, []):
+            assert policy in LEVEL and name and len(reason) > 30, (policy, name)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_program_reports_exactly_its_expected_pairs(program: str, mode: str, results: Results):
+    run = results.runs[(program, mode)]
+    want = expected(program, mode)
+    got = run.pairs()
+    missed, unexpected = want - got, got - want
+    assert not missed and not unexpected, (
+        f"missed {sorted(missed)}; unexpected {sorted(unexpected)}\n"
+        + "\n".join(
+            v["message"] for v in run.report["violations"] if (v["policy"], v["name"]) in unexpected
+        )
+    )
+    for level in ("mandatory", "advisory"):
+        assert run.pairs(level) == {p for p in want if LEVEL[p[0]] == level}
+    assert run.code == (1 if any(LEVEL[p] == "mandatory" for p, _ in want) else 0)
+
+
+@pytest.mark.parametrize("program", SUBPROCESS_PROGRAMS)
+def test_real_cli_subprocess_gives_the_in_process_report(
+    program: str, results: Results, tmp_path: Path
+):
+    for mode in MODES:
+        proc = subprocess.run(
+            [sys.executable, "-m", "policy.check", *argv(project(program, tmp_path), mode)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        run = results.runs[(program, mode)]
+        assert proc.returncode == run.code, proc.stderr[-2000:]
+        assert {(v["policy"], v["name"]) for v in json.loads(proc.stdout)["violations"]} == (
+            run.pairs()
+        )
+
+
+def counts(results: Results) -> dict[tuple[str, str], dict[str, int]]:
+    """(mode, level) -> true positives, false positives, false negatives over the corpus."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for (program, mode), run in results.runs.items():
+        want = expected(program, mode)
+        for level in ("mandatory", "advisory"):
+            w = {p for p in want if LEVEL[p[0]] == level}
+            g = run.pairs(level)
+            c = out.setdefault((mode, level), {"tp": 0, "fp": 0, "fn": 0})
+            c["tp"] += len(w & g)
+            c["fp"] += len(g - w)
+            c["fn"] += len(w - g)
+    return out
+
+
+def render_report(results: Results) -> str:
+    def pct(num: int, den: int) -> str:
+        return f"{100 * num / den:.1f} %" if den else "n/a"
+
+    lines = [
+        BEGIN,
+        f"Computed by `tests/policy/test_corpus.py` over {len(PROGRAMS)} corpus programs, each run",
+        "in `up` and `preview` mode (a pair is a (policy, logical resource name) finding):",
+        "",
+        "| Mode | Level | Expected pairs | Reported | True pos. | False pos. | False neg. "
+        "| Precision | Recall |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (mode, level), c in sorted(counts(results).items(), key=lambda kv: (kv[0][0] != "up",)):
+        expected_n, reported_n = c["tp"] + c["fn"], c["tp"] + c["fp"]
+        lines.append(
+            f"| {mode} | {level} | {expected_n} | {reported_n} | {c['tp']} | {c['fp']} | "
+            f"{c['fn']} | {pct(c['tp'], reported_n)} | {pct(c['tp'], expected_n)} |"
+        )
+    clean = sum(
+        1 for p in PROGRAMS if not any(LEVEL[r] == "mandatory" for r, _ in expected(p, "up"))
+    )
+    up_only = sum(len(literal(p, "EXPECTED").get("up_only", [])) for p in PROGRAMS)
+    preview_only = sum(len(literal(p, "EXPECTED").get("preview_only", [])) for p in PROGRAMS)
+    lines += [
+        "",
+        f"{clean} programs are correct stacks (no mandatory finding expected); {up_only} pairs "
+        f"only `up` can decide and {preview_only} only a preview reports, each with its reason "
+        f"in the program.",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def test_docs_report_precision_and_recall_computed_from_the_corpus(results: Results):
+    text = DOCS.read_text()
+    block = render_report(results)
+    if os.environ.get("UPDATE_POLICY_DOCS") == "1":
+        start, end = text.index(BEGIN), text.index(END) + len(END)
+        DOCS.write_text(text[:start] + block + text[end:])
+        text = DOCS.read_text()
+    assert block in text, "docs/policy.md is stale: rerun with UPDATE_POLICY_DOCS=1"
+
+
+def test_a_corpus_run_takes_seconds_not_minutes(results: Results):
+    seconds = [r.seconds for r in results.runs.values()]
+    assert max(seconds) < 20, max(seconds)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_each_finding_names_its_resource_and_source_line(program: str, results: Results):
+    for v in results.runs[(program, "up")].report["violations"]:
+        assert v["urn"].endswith("::" + v["name"])
+        assert f"'{v['name']}'" in v["message"], v["message"]
+        assert v["file"] and v["file"].endswith(".py") and v["line"] > 0

@@ -114,7 +114,9 @@ class AwsMocks(pulumi.runtime.Mocks):
         the provider SDK declares (never for an unset input, which means the AWS default)."""
         resource_id, known = self._identity_outputs(typ, name, inputs, region)
         n = str(inputs.get(_AUTONAME_PROPERTY.get(typ, "name"), name))
-        ctx = typed.Context(_service(typ), n, region, self.account_id)
+        ctx = typed.Context(
+            _service(typ), n, region, self.account_id, typ.rsplit(":", 1)[-1].lower()
+        )
         return resource_id, {**typed.computed_outputs(typ, ctx, {**inputs, **known}), **known}
 
     def _identity_outputs(

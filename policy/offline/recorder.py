@@ -206,9 +206,12 @@ class RecordingMonitor(MockMonitor):
         outputs = struct_pb2.Struct()
         outputs.CopyFrom(request.object)
         cls = typed.resource_class(request.type)
-        for wire in typed.typed_properties(cls) if cls is not None else ():
-            if wire not in outputs.fields:
-                outputs[wire] = UNKNOWN_STRING_SENTINEL
+        for wire, prop in (typed.typed_properties(cls) if cls is not None else {}).items():
+            # Generated SDKs map wire names to Python names by type metadata; an SDK that
+            # passes a plain dict of Python names expects those back: give both.
+            for key in {wire, prop.python_name or wire}:
+                if key not in outputs.fields:
+                    outputs[key] = UNKNOWN_STRING_SENTINEL
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, "", {})
         return resource_pb2.RegisterResourceResponse(urn=urn, id="", object=outputs)
 

@@ -16,11 +16,13 @@ booleans False. A user pins real values with an answers file (see ``policy.offli
 
 from __future__ import annotations
 
+import base64
 import builtins
 import collections.abc
 import functools
 import hashlib
 import importlib
+import keyword
 import re
 import sys
 import typing
@@ -38,6 +40,7 @@ class Context:
     name: str  # the resource's physical (or logical) name
     region: str
     account_id: str
+    kind: str = ""  # the resource kind in ARNs, e.g. "graphqlapi"
 
 
 def _python_package(provider: str) -> str:
@@ -58,6 +61,8 @@ def _module_for(token: str) -> tuple[Any | None, str]:
         return None, ""
     provider, module_path, member = parts
     module = module_path.split("/")[0]
+    if keyword.iskeyword(module):
+        module += "_"  # the SDK's Python module for `lambda` is `lambda_`
     package = _python_package(provider)
     return _import(package if module in ("index", "") else f"{package}.{module}"), member
 
@@ -79,19 +84,30 @@ def invoke_result_class(token: str) -> type | None:
     return cls if isinstance(cls, type) else None
 
 
+@dataclass(frozen=True)
+class Prop:
+    type: Any  # Output[...] and Optional[...] unwrapped; generics as (origin, args)
+    doc: str  # the SDK's description: names map keys and encodings the type cannot
+    python_name: str = ""
+
+
 @functools.cache
-def typed_properties(cls: type) -> dict[str, Any]:
-    """Wire name -> declared type (Output[...] unwrapped) of a class's `pulumi.getter`s."""
+def typed_properties(cls: type) -> dict[str, Prop]:
+    """Wire name -> declared type and description of a class's `pulumi.getter`s."""
     namespace = vars(sys.modules[cls.__module__])
-    found: dict[str, Any] = {}
+    found: dict[str, Prop] = {}
     for klass in reversed(cls.__mro__):
-        for value in vars(klass).values():
+        for python_name, value in vars(klass).items():
             if not isinstance(value, builtins.property) or value.fget is None:
                 continue
             wire = getattr(value.fget, "_pulumi_name", None)
             if wire is None:
                 continue
-            found[wire] = _resolve(value.fget.__annotations__.get("return", Any), namespace)
+            found[wire] = Prop(
+                _resolve(value.fget.__annotations__.get("return", Any), namespace),
+                value.__doc__ or value.fget.__doc__ or "",
+                python_name,
+            )
     return found
 
 
@@ -131,8 +147,8 @@ def computed_outputs(token: str, ctx: Context, given: dict[str, Any]) -> dict[st
         return {}
     inputs = input_names(token)
     return {
-        wire: plausible(typ, wire, ctx, 0)
-        for wire, typ in typed_properties(cls).items()
+        wire: plausible(prop, wire, ctx, 0)
+        for wire, prop in typed_properties(cls).items()
         if wire not in inputs and wire not in given and wire not in ("id", "urn")
     }
 
@@ -144,11 +160,11 @@ def invoke_result(token: str, ctx: Context, args: dict[str, Any]) -> dict[str, A
     if cls is None:
         return None
     result: dict[str, Any] = {}
-    for wire, typ in typed_properties(cls).items():
+    for wire, prop in typed_properties(cls).items():
         if wire in args and args[wire] is not None:
-            result[wire] = coerce(args[wire], typ)
+            result[wire] = coerce(args[wire], prop.type)
         else:
-            result[wire] = plausible(typ, wire, ctx, 0)
+            result[wire] = plausible(prop, wire, ctx, 0)
     return result
 
 
@@ -169,14 +185,23 @@ def _words(wire: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", wire)] or [wire]
 
 
-def plausible_string(wire: str, ctx: Context) -> str:
+_MAP_KEY = re.compile(r'\w+\["([A-Za-z0-9_.-]+)"\]')
+_BASE64_PAIR = re.compile(r"base64.*`\w+:\w+`", re.S)
+
+
+def plausible_string(wire: str, ctx: Context, doc: str = "") -> str:
+    if "base64" in doc:
+        # The SDK says the value is base64 (of `user:password`, for registry tokens).
+        text = "AWS:offline-placeholder" if _BASE64_PAIR.search(doc) else "offline-placeholder"
+        return base64.b64encode(text.encode()).decode()
     words = _words(wire)
     last = words[-1]
     host = f"{ctx.name}.{ctx.service}.{ctx.region}.amazonaws.com"
     if wire == "region" or last == "region":
         return ctx.region
     if last == "arn" or last == "arns":
-        return f"arn:aws:{ctx.service}:{ctx.region}:{ctx.account_id}:{ctx.name}"
+        kind = f"{ctx.kind}/" if ctx.kind else ""
+        return f"arn:aws:{ctx.service}:{ctx.region}:{ctx.account_id}:{kind}{ctx.name}"
     if last in ("account", "owner") or words[-2:] in (["account", "id"], ["owner", "id"]):
         return ctx.account_id
     if last in ("url", "uri", "endpoint", "uris"):
@@ -190,8 +215,8 @@ def plausible_string(wire: str, ctx: Context) -> str:
         return "b2ZmbGluZS1wbGFjZWhvbGRlcg=="  # base64 of "offline-placeholder"
     if last in ("json", "document", "policy"):
         return "{}"
-    if last == "value":
-        # A parameter's value: numeric so that `int(...)` over it works; pin real ones.
+    if words in (["value"], ["insecure", "value"]) or last == "version":
+        # Numeric: versions are numbers, and `int(...)` over a parameter's value must work.
         return "1"
     if last in ("date", "time", "timestamp") or wire.endswith(("At", "Date")):
         return "2024-01-01T00:00:00Z"
@@ -201,11 +226,12 @@ def plausible_string(wire: str, ctx: Context) -> str:
     return f"{ctx.name}-{'-'.join(words)}"
 
 
-def plausible(typ: Any, wire: str, ctx: Context, depth: int) -> Any:
+def plausible(prop: Prop, wire: str, ctx: Context, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return None
+    typ = prop.type
     if typ is str:
-        return plausible_string(wire, ctx)
+        return plausible_string(wire, ctx, prop.doc)
     if typ is bool:
         return False
     if typ is int:
@@ -215,14 +241,20 @@ def plausible(typ: Any, wire: str, ctx: Context, depth: int) -> Any:
     if isinstance(typ, tuple):
         origin, args = typ
         if origin in (list, collections.abc.Sequence, collections.abc.MutableSequence):
-            return [plausible(args[0] if args else Any, wire, ctx, depth + 1)]
+            item = Prop(args[0] if args else Any, prop.doc)
+            return [plausible(item, wire, ctx, depth + 1)]
         if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
-            return {}
+            # Keys the SDK's description shows (`uris["GRAPHQL"]`): programs index by them.
+            value = Prop(args[1] if len(args) > 1 else str, "")
+            return {
+                key: plausible(value, key, ctx, depth + 1)
+                for key in dict.fromkeys(_MAP_KEY.findall(prop.doc))
+            }
         return None
     if isinstance(typ, type) and hasattr(typ, "_pulumi_output_type"):
         return {
-            sub: plausible(sub_typ, sub, ctx, depth + 1)
-            for sub, sub_typ in typed_properties(typ).items()
+            sub: plausible(sub_prop, sub, ctx, depth + 1)
+            for sub, sub_prop in typed_properties(typ).items()
         }
     if typ is Any or typ is dict:
         return {}

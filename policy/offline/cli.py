@@ -132,7 +132,7 @@ def _stage(exc: BaseException) -> str:
 def _fail(message: str, stage: str, fmt: str, output: str | None) -> int:
     print(f"policy check failed ({stage}): {message}", file=sys.stderr)
     if fmt == "json":
-        text = json.dumps(error_json(message.split("\n", 1)[0], stage), indent=2)
+        text = json.dumps(error_json(message, stage), indent=2)
         if output:
             Path(output).write_text(text + "\n")
         else:

@@ -194,7 +194,12 @@ class AwsMocks(pulumi.runtime.Mocks):
             }
         if args.resource_id and args.typ == "aws:sqs/queue:Queue" and "name" not in outputs:
             outputs["name"] = args.resource_id.rstrip("/").rsplit("/", 1)[-1]
-        name_prop = _AUTONAME_PROPERTY.get(args.typ)
+        name_prop = _AUTONAME_PROPERTY.get(args.typ) or (
+            # The AWS provider auto-names any resource with an optional `name` it is not given.
+            "name"
+            if args.typ.startswith("aws:") and "name" in typed.input_names(args.typ)
+            else None
+        )
         if name_prop and not isinstance(outputs.get(name_prop), str):
             prefix = outputs.get("namePrefix") or outputs.get(f"{name_prop}Prefix")
             base = (

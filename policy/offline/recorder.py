@@ -17,7 +17,10 @@ It also plays two parts of the engine the plain mock monitor does not:
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -108,6 +111,32 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _waiting_program_line(program_dir: Path) -> tuple[str | None, int | None]:
+    """The line of the user's program blocked on a plain (non-Output) invoke: the innermost
+    frame inside `program_dir` on any thread's stack (the SDK answers invokes on a worker)."""
+    root = str(program_dir) + os.sep
+    for frame in sys._current_frames().values():
+        current: Any = frame
+        while current is not None:
+            file = current.f_code.co_filename
+            if file.startswith(root) and "site-packages" not in file:
+                return file, current.f_lineno
+            current = current.f_back
+    return None, None
+
+
+class EngineCallError(Exception):
+    """A mock failed while answering a registration or an invoke of the user's program."""
+
+    def __init__(self, what: str, position: tuple[str | None, int | None], cause: Exception):
+        file, line = position
+        self.where = f"{file}:{line}" if file else None
+        at = f" (declared at {self.where})" if self.where else ""
+        super().__init__(
+            f"{what}{at} failed in the offline engine: {type(cause).__name__}: {cause}"
+        )
+
+
 class RecordingMonitor(MockMonitor):
     """MockMonitor that keeps every registration request (MockResourceArgs has no parent,
     dependencies or source position; the request does)."""
@@ -115,6 +144,8 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks, *, preview: bool = False) -> None:
         super().__init__(mocks)
         self.preview = preview
+        # The user's program directory: names the line of a failing invoke.
+        self.program_dir: Path | None = None
         self.recorded: list[RecordedResource] = []
         self.stack_outputs: dict[str, Any] = {}
         # URN -> what a component passed to `register_outputs`, in wire form.
@@ -189,7 +220,25 @@ class RecordingMonitor(MockMonitor):
             )
         )
 
+    def Invoke(self, request: Any) -> Any:
+        try:
+            return super().Invoke(request)
+        except Exception as exc:
+            position = _source_of(request)
+            if position[0] is None and self.program_dir is not None:
+                position = _waiting_program_line(self.program_dir)
+            raise EngineCallError(f"invoke {request.tok}", position, exc) from exc
+
     def RegisterResource(self, request: Any) -> Any:
+        try:
+            return self._register(request)
+        except EngineCallError:
+            raise
+        except Exception as exc:
+            what = f"registering {request.type} '{request.name}'"
+            raise EngineCallError(what, _source_of(request), exc) from exc
+
+    def _register(self, request: Any) -> Any:
         if request.remote:
             response = self._register_remote_component(request)
             self._record(request, response, read=False, remote=True)

@@ -55,7 +55,7 @@ from policy.offline.project import (
     load_project,
     load_stack_config,
 )
-from policy.offline.recorder import RecordedResource, RecordingMonitor
+from policy.offline.recorder import EngineCallError, RecordedResource, RecordingMonitor
 from policy.values import UNKNOWN
 
 
@@ -169,8 +169,23 @@ def _missing_module(exc: BaseException) -> str | None:
     return None
 
 
+def _engine_call_error(exc: BaseException) -> EngineCallError | None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, EngineCallError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _program_failure(exc: BaseException, project: ProjectSpec, stack: str) -> ProgramError:
-    where = _user_frame(exc, project.directory)
+    engine_error = _engine_call_error(exc)
+    if engine_error is not None and engine_error.where:
+        where: str | None = os.path.relpath(engine_error.where, project.directory)
+    else:
+        where = _user_frame(exc, project.directory)
     at = f" at {where}" if where else ""
     module = _missing_module(exc)
     if module is not None and importlib.util.find_spec(module.split(".")[0]) is None:
@@ -259,6 +274,7 @@ def run_program(
     )
     effective: pulumi.runtime.Mocks = _HookedMocks(base, new_resource) if new_resource else base
     monitor = RecordingMonitor(effective, preview=preview)
+    monitor.program_dir = project.directory
 
     def program() -> None:
         runpy.run_path(str(project.main), run_name="__main__")

@@ -94,9 +94,11 @@ def to_text(
     for e in rule_errors or []:
         lines.append(f"[rule error] {e.policy} ({e.enforcement}) on {e.urn}: {e.error}")
     mandatory = sum(1 for v in violations if v.enforcement in ("mandatory", "remediate"))
+    unchecked = len(unexpanded_components(run))
     lines.append(
         f"{mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
         + ("" if mandatory else ": OK")
+        + (f" ({unchecked} remote component(s) not expanded: NOT checked)" if unchecked else "")
     )
     return "\n".join(lines)
 

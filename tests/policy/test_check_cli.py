@@ -322,6 +322,7 @@ def test_unexpanded_remote_components_are_listed_in_text_json_and_sarif(preview,
     assert main(base) == 0
     text = capsys.readouterr().out
     assert "[not checked] netkit:ec2:Vpc 'app'" in text and "were NOT checked" in text
+    assert text.rstrip().endswith("(1 remote component(s) not expanded: NOT checked)")
 
     code, report = run_json(capsys, *base)
     assert code == 0

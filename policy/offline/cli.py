@@ -3,13 +3,16 @@
     python -m policy.check --project DIR --stack NAME [--preview] [--config FILE]
                            [--answers FILE] [--package-path DIR ...]
                            [--format text|json|sarif] [--output FILE]
+    python -m policy.check --state FILE [--config FILE] [--format ...] [--output FILE]
 
 No Pulumi CLI, no cloud account. `--preview` makes computed outputs unknown, as in a real
 `pulumi preview` of new resources. `--config` takes the CLI's policy-config JSON
 (`pulumi preview --policy-pack-config`). `--answers` pins data-source results (see
 `policy.offline.answers`; `offline-answers.yaml` beside the program is read by default).
 `--package-path` adds a directory of packages the program imports (after the program's own
-virtualenv, which is honoured as the Pulumi CLI does).
+virtualenv, which is honoured as the Pulumi CLI does). `--state` checks a stack in any Pulumi
+language from the CLI's JSON instead: a `pulumi stack export` file (checked as `up`) or
+`pulumi preview --json` output (checked as `preview`); see `policy.offline.statefile`.
 
 Exit status: 0 no mandatory violation; 1 at least one, always WITH the report that lists it;
 2 no verdict: the program, the config or the analysis failed, or a mandatory rule raised (fail
@@ -36,6 +39,7 @@ from policy.offline.answers import Answers, load_answers
 from policy.offline.errors import OfflineCheckError, ProgramError
 from policy.offline.report import Report, error_json, to_json, to_sarif, to_text
 from policy.offline.runner import ProgramRun, run_program
+from policy.offline.statefile import StateFileError, load_state
 
 
 def repo_root(start: Path) -> Path:
@@ -56,21 +60,26 @@ def _relative(path: str | None, root: Path) -> str | None:
 
 
 def check_report(
-    project: str | os.PathLike[str],
-    stack: str,
+    project: str | os.PathLike[str] | None,
+    stack: str | None,
     *,
     preview: bool = False,
     config: dict[str, Any] | None = None,
     answers: Answers | str | os.PathLike[str] | None = None,
     package_paths: Iterable[str | os.PathLike[str]] = (),
+    state: str | os.PathLike[str] | None = None,
 ) -> Report:
-    """Run the project and analyze it; raises OfflineCheckError (ProgramError,
-    PolicyConfigError, RuleFailureError, ...) when there is no verdict."""
+    """Run the project (or read the `state` file) and analyze it; raises OfflineCheckError
+    (ProgramError, PolicyConfigError, RuleFailureError, ...) when there is no verdict."""
     # Whatever the program prints goes to stderr: stdout carries the (JSON/SARIF) report.
     with contextlib.redirect_stdout(sys.stderr):
-        run = run_program(
-            project, stack, preview=preview, answers=answers, package_paths=package_paths
-        )
+        if state is not None:
+            run = load_state(state)
+        else:
+            assert project is not None and stack is not None
+            run = run_program(
+                project, stack, preview=preview, answers=answers, package_paths=package_paths
+            )
         violations, rule_errors = analyze_with_errors(run, config)
     root = repo_root(run.project.directory)
     for v in violations:
@@ -121,6 +130,7 @@ def _stage(exc: BaseException) -> str:
         (ProgramError, "program"),
         (PolicyConfigError, "policy-config"),
         (AnswersError, "answers"),
+        (StateFileError, "state-file"),
         (RuleFailureError, "rule-failure"),
         (AnalysisError, "analysis"),
     ):
@@ -145,8 +155,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m policy.check",
         description="Run a Pulumi Python project under mocks and check it with the policy pack.",
     )
-    parser.add_argument("--project", required=True, help="project directory (holds Pulumi.yaml)")
-    parser.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
+    parser.add_argument("--project", help="project directory (holds Pulumi.yaml)")
+    parser.add_argument("--stack", help="stack name (reads Pulumi.<stack>.yaml)")
+    parser.add_argument(
+        "--state",
+        help="check this `pulumi stack export` file or `pulumi preview --json` output instead",
+    )
     parser.add_argument("--preview", action="store_true", help="computed outputs are unknown")
     parser.add_argument("--config", help="policy config JSON, as for --policy-pack-config")
     parser.add_argument("--answers", help="YAML file pinning data-source results")
@@ -159,6 +173,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     parser.add_argument("--output", help="write the report to this file instead of stdout")
     args = parser.parse_args(argv)
+    if args.state is None and (args.project is None or args.stack is None):
+        parser.error("give --project and --stack (a Python program), or --state FILE")
+    if args.state is not None and (args.project or args.stack or args.preview):
+        parser.error(
+            "--state reads the mode and stack from the file: drop --project/--stack/--preview"
+        )
     try:
         config = load_config_file(args.config) if args.config else None
         answers = load_answers(args.answers) if args.answers else None
@@ -169,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config=config,
             answers=answers,
             package_paths=args.package_path,
+            state=args.state,
         )
         if args.format == "json":
             text = json.dumps(to_json(report.run, report.violations, report.rule_errors), indent=2)

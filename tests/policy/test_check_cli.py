@@ -343,3 +343,60 @@ def test_a_missing_package_is_exit_2_in_json_too(tmp_path, capsys):
     code, report = run_json(capsys, "--project", str(project), "--stack", "dev")
     assert code == 2 and report["error"]["stage"] == "missing-package"
     assert "pulumi_awsx" in report["error"]["message"]
+
+
+# --- stacks in any language, from the CLI's JSON ------------------------------------------------
+
+CLI_JSON = Path(__file__).parent / "fixtures" / "cli_json"
+
+
+@pytest.mark.parametrize(
+    ("file", "mode"), [("stack-export.json", "up"), ("preview.json", "preview")]
+)
+def test_a_stack_export_or_preview_json_is_checked_like_a_program(file, mode, capsys):
+    # Fixtures follow the documented apitype formats (UntypedDeployment/ResourceV3 and the
+    # preview digest): a TypeScript stack whose queue's visibility timeout (30 s) is below its
+    # consumer's timeout (60 s), which Lambda refuses for an SQS event source.
+    code, report = run_json(capsys, "--state", str(CLI_JSON / file))
+    assert code == 1 and report["mode"] == mode
+    mandatory = {
+        (v["policy"], v["name"]) for v in report["violations"] if v["enforcement"] == "mandatory"
+    }
+    assert ("sqs-visibility-timeout-covers-lambda-timeout", "orders") in mandatory
+    assert all(v["name"] != "retired" for v in report["violations"])  # pending deletion / deleted
+    v = next(v for v in report["violations"] if v["name"] == "orders")
+    assert v["file"].endswith("cli_json/index.ts") and v["line"] == 9
+
+
+def test_state_values_reach_the_pack_as_the_engine_hands_them():
+    from policy.offline.statefile import load_state
+    from policy.values import UNKNOWN
+
+    run = load_state(CLI_JSON / "stack-export.json")
+    assert (run.stack, run.project.name, run.preview) == ("prod", "orders-ts", False)
+    by_name = {r.name: r for r in run.resources if r.type == "aws:sqs/queue:Queue"}
+    assert set(by_name) == {"orders", "orders-dlq"}  # `retired` is pending deletion
+    function = next(r for r in run.resources if r.type == "aws:lambda/function:Function")
+    # A secret only the stack's secrets provider can decrypt: a secret of an unknown.
+    assert function.inputs["environment"]["variables"]["API_TOKEN"]["value"] is UNKNOWN
+    esm = next(r for r in run.resources if r.type.endswith("EventSourceMapping"))
+    assert esm.inputs["functionName"] == "consumer-1f2e3d4"  # resource reference -> its id
+    assert esm.property_dependencies["eventSourceArn"] == [by_name["orders"].urn]
+    preview = load_state(CLI_JSON / "preview.json")
+    assert preview.preview and preview.config.values["aws:region"] == "eu-west-1"
+    queue = next(r for r in preview.resources if r.name == "orders")
+    assert queue.outputs["arn"] is UNKNOWN and queue.outputs["visibilityTimeoutSeconds"] == 30
+
+
+def test_a_file_that_is_neither_format_is_exit_2(tmp_path, capsys):
+    bogus = tmp_path / "state.json"
+    bogus.write_text('{"resources": []}')
+    code, report = run_json(capsys, "--state", str(bogus))
+    assert code == 2 and report["error"]["stage"] == "state-file"
+    assert "neither a `pulumi stack export` file" in report["error"]["message"]
+
+
+def test_state_and_a_project_are_exclusive(capsys):
+    with pytest.raises(SystemExit) as raised:
+        main(["--state", str(CLI_JSON / "preview.json"), "--project", "."])
+    assert raised.value.code == 2 and "--state reads the mode" in capsys.readouterr().err

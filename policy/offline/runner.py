@@ -23,14 +23,17 @@ afterwards so the next project with equally named modules gets its own.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
+import gc
 import importlib.util
 import os
 import runpy
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,8 @@ from policy.offline.project import (
 from policy.offline.recorder import EngineCallError, RecordedResource, RecordingMonitor
 from policy.values import UNKNOWN
 
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+
 
 @dataclass
 class ProgramRun:
@@ -67,6 +72,9 @@ class ProgramRun:
     config: StackConfig
     resources: list[RecordedResource]
     stack_outputs: dict[str, Any] = field(default_factory=dict)
+    # Other stacks' outputs were unknown (always in a preview; at `up` only when the program
+    # failed on them being absent and was run again).
+    stack_outputs_unknown: bool = False
 
     @property
     def by_urn(self) -> dict[str, RecordedResource]:
@@ -206,6 +214,15 @@ def _program_failure(exc: BaseException, project: ProjectSpec, stack: str) -> Pr
     )
 
 
+def _unknown_stack_output(self: pulumi.StackReference, name: Any) -> pulumi.Output[Any]:
+    loop = asyncio.get_event_loop()
+    value, known, secret = loop.create_future(), loop.create_future(), loop.create_future()
+    value.set_result(None)
+    known.set_result(False)
+    secret.set_result(False)
+    return pulumi.Output({self}, value, known, secret)
+
+
 def _execute(
     body: Callable[[], Any],
     *,
@@ -216,8 +233,15 @@ def _execute(
     preview: bool,
     config: Mapping[str, str],
     secret_keys: Iterable[str] = (),
+    unknown_stack_outputs: bool = True,
 ) -> None:
     """Run `body` as a Pulumi program in a fresh context, against `monitor`."""
+    # Another stack's outputs cannot be read offline: `require_output` must not fail the
+    # program for that. They are unknown (callbacks over them do not run), or, when
+    # `unknown_stack_outputs` is False, absent (None).
+    get_output = (
+        _unknown_stack_output if unknown_stack_outputs else pulumi.StackReference.get_output
+    )
 
     def execute() -> None:
         pulumi.runtime.set_mocks(
@@ -226,12 +250,15 @@ def _execute(
         pulumi.runtime.set_all_config(dict(config), list(secret_keys))
         SETTINGS.rpc_manager.clear()
         SETTINGS.outputs.clear()
-        # Offline no stack reference has outputs: `require_output` must not fail the program
-        # for that (it yields None at `up` and an unknown in a preview), also in callbacks.
-        with mock.patch.object(
-            pulumi.StackReference, "require_output", pulumi.StackReference.get_output
+        with (
+            mock.patch.object(pulumi.StackReference, "get_output", get_output),
+            mock.patch.object(pulumi.StackReference, "require_output", get_output),
         ):
-            _sync_await(run_pulumi_func(body))
+            try:
+                _sync_await(run_pulumi_func(body))
+            except BaseException:
+                _cancel_pending_tasks()
+                raise
         root = pulumi.runtime.get_root_resource()
         exports = getattr(root, "outputs", None) or {}
         for key, value in exports.items():
@@ -273,12 +300,100 @@ def run_program(
         preview=preview, region=config.aws_region, answers=default_answers(project, answers)
     )
     effective: pulumi.runtime.Mocks = _HookedMocks(base, new_resource) if new_resource else base
-    monitor = RecordingMonitor(effective, preview=preview)
-    monitor.program_dir = project.directory
 
     def program() -> None:
         runpy.run_path(str(project.main), run_name="__main__")
 
+    monitors: list[RecordingMonitor] = []
+
+    def attempt(unknown_stack_outputs: bool) -> RecordingMonitor:
+        monitor = RecordingMonitor(effective, preview=preview)
+        monitor.program_dir = project.directory
+        monitors.append(monitor)
+        with _program_environment(project, package_paths):
+            _execute(
+                program,
+                mocks=effective,
+                monitor=monitor,
+                project=project.name,
+                stack=stack,
+                preview=preview,
+                config=config.values,
+                secret_keys=config.secret_keys,
+                unknown_stack_outputs=unknown_stack_outputs,
+            )
+        return monitor
+
+    # At `up`, another stack's outputs are absent (None), so callbacks over them run and what
+    # they build is checked; a program whose callbacks cannot take None is run again with
+    # those outputs unknown (as in a preview), when the mocks are ours to re-run.
+    unknown_stack_outputs = preview
+    retry_note: str | None = None
+    try:
+        try:
+            monitor = attempt(unknown_stack_outputs)
+        except BaseException as exc:
+            retryable = not (isinstance(exc, (KeyboardInterrupt, ProgramError)) or preview or mocks)
+            if not retryable or not any(
+                r.type == STACK_REFERENCE_TYPE for r in monitors[-1].recorded
+            ):
+                raise
+            retry_note = f"{type(exc).__name__}: {exc}"
+        if retry_note is not None:
+            # Outside the handler, so the failed run's frames (and its futures) can be freed.
+            print(
+                f"note: {project.main} failed on absent stack reference outputs "
+                f"({retry_note}); run again with them unknown",
+                file=sys.stderr,
+            )
+            _forget_failed_attempt()
+            unknown_stack_outputs = True
+            monitor = attempt(unknown_stack_outputs)
+    except ProgramError:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _program_failure(exc, project, stack) from exc
+    _link_components(monitor.recorded, project.directory)
+    return ProgramRun(
+        project,
+        stack,
+        preview,
+        config,
+        monitor.recorded,
+        monitor.stack_outputs,
+        stack_outputs_unknown=unknown_stack_outputs,
+    )
+
+
+def _cancel_pending_tasks() -> None:
+    """A failed program leaves registrations and callbacks scheduled on the SDK's loop: end
+    them, so that the next run on this thread does not execute them."""
+    loop = asyncio.get_event_loop()
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending and not loop.is_running():
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def _forget_failed_attempt() -> None:
+    """Mark the failed run's futures as handled: the failure was handled by running again,
+    and a future that still holds an unretrieved exception logs "exception was never
+    retrieved" from its finalizer whenever the collector happens to free it."""
+    gc.collect()
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
+            obj.exception()  # marks the exception as retrieved
+
+
+@contextlib.contextmanager
+def _program_environment(
+    project: ProjectSpec, package_paths: Iterable[str | os.PathLike[str]]
+) -> Iterator[None]:
+    """The program's directory as working directory and first import root, its own modules
+    winning over equally named ones of this process, and nothing left behind."""
     program_dir = str(project.main.parent)
     # The program's own modules (a `policy.py`, a `components/` package) must win over equally
     # named modules this process already imported (this pack is `policy`): hide those for the
@@ -298,22 +413,7 @@ def run_program(
         # replace the one the engine runs on, but a provider SDK only it has is found.
         sys.path.extend(str(p) for p in [*project.package_paths, *package_paths])
         sys.argv = [str(project.main)]
-        _execute(
-            program,
-            mocks=effective,
-            monitor=monitor,
-            project=project.name,
-            stack=stack,
-            preview=preview,
-            config=config.values,
-            secret_keys=config.secret_keys,
-        )
-    except ProgramError:
-        raise
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise _program_failure(exc, project, stack) from exc
+        yield
     finally:
         os.chdir(cwd)
         sys.path[:] = path0
@@ -327,8 +427,6 @@ def run_program(
         for mod_name in [n for n in sys.modules if n.split(".")[0] in stashed]:
             del sys.modules[mod_name]
         sys.modules.update(stashed)
-    _link_components(monitor.recorded, project.directory)
-    return ProgramRun(project, stack, preview, config, monitor.recorded, monitor.stack_outputs)
 
 
 @dataclass

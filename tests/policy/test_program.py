@@ -309,3 +309,18 @@ def test_the_programs_own_virtualenv_and_package_paths_are_searched(tmp_path):
     (extra / "__init__.py").write_text(FAKE_AWSX)
     run = run_program(bare, "dev", package_paths=[tmp_path / "extra"])
     assert one(run, "awsx:ec2:Vpc").remote
+
+
+def test_stack_reference_outputs_are_absent_at_up_unless_the_program_needs_them():
+    # Absent (None) at `up`, so callbacks over them run and what they build is checked ...
+    plain = run_program(PROGRAMS / "stack_reference_consumer", "test", preview=True)
+    assert plain.stack_outputs_unknown
+    held = Path(__file__).parent / "fixtures" / "heldout_like" / "cross_stack_refs"
+    run = run_program(held, "dev")
+    assert not run.stack_outputs_unknown
+    signups = one(run, "aws:sqs/queue:Queue", "signups")
+    assert json.loads(signups.inputs["redrivePolicy"])["maxReceiveCount"] == 1
+    # ... and a program whose callbacks cannot take None runs again with them unknown.
+    rerun = corpus("stack_reference_consumer")
+    assert rerun.stack_outputs_unknown
+    assert one(rerun, "aws:lambda/function:Function").inputs["timeout"] is UNKNOWN

@@ -1,7 +1,8 @@
 """A queue consumer deployed into a network owned by another stack.
 
 Exercises: StackReference outputs (unknown offline) used as VPC config and as an existing
-queue's ARN, `require_output` and `get_output`."""
+queue's ARN, `require_output` and `get_output`, and a callback that indexes a structured
+output (`settings["worker"]["timeout"]`), which cannot run on an absent value."""
 
 import json
 
@@ -32,7 +33,7 @@ fn = aws.lambda_.Function(
     runtime="python3.12",
     handler="w.handler",
     role=role.arn,
-    timeout=30,
+    timeout=network.get_output("settings").apply(lambda s: int(s["worker"]["timeout"])),
     code=pulumi.AssetArchive({"w.py": pulumi.StringAsset("def handler(e, c):\n    return {}\n")}),
     vpc_config={"subnet_ids": subnet_ids, "security_group_ids": [sg.id]},
 )

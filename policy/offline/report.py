@@ -37,7 +37,9 @@ class Report:
 
 
 def unexpanded_components(run: ProgramRun) -> list[RecordedResource]:
-    return [r for r in run.resources if r.remote]
+    """Remote components, in source order (registration order varies between runs)."""
+    remote = [r for r in run.resources if r.remote]
+    return sorted(remote, key=lambda r: (r.source_file or "", r.source_line or 0, r.urn))
 
 
 def _unexpanded_dicts(run: ProgramRun) -> list[dict[str, Any]]:

@@ -339,10 +339,10 @@ def test_unexpanded_remote_components_are_listed_in_text_json_and_sarif(preview,
 
 
 def test_a_missing_package_is_exit_2_in_json_too(tmp_path, capsys):
-    project = write_project(tmp_path / "awsx", "import pulumi_awsx as awsx\n")
+    project = write_project(tmp_path / "eks", "import pulumi_eks as eks\n")
     code, report = run_json(capsys, "--project", str(project), "--stack", "dev")
     assert code == 2 and report["error"]["stage"] == "missing-package"
-    assert "pulumi_awsx" in report["error"]["message"]
+    assert "pulumi_eks" in report["error"]["message"]
 
 
 # --- stacks in any language, from the CLI's JSON ------------------------------------------------

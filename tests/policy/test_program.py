@@ -272,43 +272,42 @@ def test_queue_regions_are_reported_in_preview_too():
     assert regions == {"home": "us-east-2", "europe": "eu-west-1", "sydney": "ap-southeast-2"}
 
 
-MISSING = 'import pulumi_awsx as awsx\n\nawsx.ec2.Vpc("vpc")\n'
+MISSING = 'import pulumi_eks as eks\n\neks.Cluster("cluster")\n'
 
 
 def test_a_missing_provider_package_names_the_module_and_how_to_add_it(tmp_path):
     from policy.offline.errors import MissingPackageError
 
     project = write_project(tmp_path / "missing", MISSING)
-    with pytest.raises(MissingPackageError, match="pulumi_awsx") as raised:
+    with pytest.raises(MissingPackageError, match="pulumi_eks") as raised:
         run_program(project, "dev")
-    assert raised.value.module == "pulumi_awsx"
+    assert raised.value.module == "pulumi_eks"
     message = str(raised.value)
-    assert "pip install pulumi-awsx" in message and "--package-path" in message
+    assert "pip install pulumi-eks" in message and "--package-path" in message
     assert "__main__.py:5" in message  # where the user's program imports it
 
 
-FAKE_AWSX = (
+FAKE_EKS = (
     "import pulumi\n\n"
-    "class ec2:\n"
-    "    class Vpc(pulumi.ComponentResource):\n"
-    "        def __init__(self, name, opts=None):\n"
-    "            super().__init__('awsx:ec2:Vpc', name, {}, opts, remote=True)\n"
+    "class Cluster(pulumi.ComponentResource):\n"
+    "    def __init__(self, name, opts=None):\n"
+    "        super().__init__('eks:index:Cluster', name, {}, opts, remote=True)\n"
 )
 
 
 def test_the_programs_own_virtualenv_and_package_paths_are_searched(tmp_path):
     project = write_project(tmp_path / "venv-project", MISSING)
-    site = project / "venv" / "lib" / "python3.11" / "site-packages" / "pulumi_awsx"
+    site = project / "venv" / "lib" / "python3.11" / "site-packages" / "pulumi_eks"
     site.mkdir(parents=True)
-    (site / "__init__.py").write_text(FAKE_AWSX)
-    assert one(run_program(project, "dev"), "awsx:ec2:Vpc").remote
+    (site / "__init__.py").write_text(FAKE_EKS)
+    assert one(run_program(project, "dev"), "eks:index:Cluster").remote
 
     bare = write_project(tmp_path / "bare", MISSING)
-    extra = tmp_path / "extra" / "pulumi_awsx"
+    extra = tmp_path / "extra" / "pulumi_eks"
     extra.mkdir(parents=True)
-    (extra / "__init__.py").write_text(FAKE_AWSX)
+    (extra / "__init__.py").write_text(FAKE_EKS)
     run = run_program(bare, "dev", package_paths=[tmp_path / "extra"])
-    assert one(run, "awsx:ec2:Vpc").remote
+    assert one(run, "eks:index:Cluster").remote
 
 
 def test_stack_reference_outputs_are_absent_at_up_unless_the_program_needs_them():
@@ -324,3 +323,19 @@ def test_stack_reference_outputs_are_absent_at_up_unless_the_program_needs_them(
     rerun = corpus("stack_reference_consumer")
     assert rerun.stack_outputs_unknown
     assert one(rerun, "aws:lambda/function:Function").inputs["timeout"] is UNKNOWN
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_awsx_components_stay_unexpanded_and_the_plain_resources_are_recorded(preview):
+    run = corpus("awsx_fargate_web", preview=preview)
+    remote = sorted(r.type for r in run.resources if r.remote)
+    assert remote == [
+        "awsx:ec2:Vpc",
+        "awsx:ecr:Image",
+        "awsx:ecr:Repository",
+        "awsx:ecs:FargateService",
+        "awsx:lb:ApplicationLoadBalancer",
+    ]
+    assert run.stack_outputs["url"] is UNKNOWN  # `lb.load_balancer.dns_name`, never None
+    assert run.stack_outputs["first_private_subnet"] is UNKNOWN
+    assert one(run, "aws:sqs/queue:Queue", "jobs").inputs["visibilityTimeoutSeconds"] == 30

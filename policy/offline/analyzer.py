@@ -75,6 +75,16 @@ class Violation:
         return asdict(self)
 
 
+_REPORT_IT = (
+    "This is a fault of the offline engine or the policy pack, not of the program: "
+    "report it with this message"
+)
+
+
+def _declared_at(r: Any) -> str:
+    return f", declared at {r.source_file}:{r.source_line}" if r.source_file else ""
+
+
 class AnalysisError(OfflineCheckError):
     """The analyzer itself failed on a resource (not a rule): no verdict."""
 
@@ -300,8 +310,8 @@ def analyze_with_errors(
             response = servicer.Analyze(request, None)
         except Exception as exc:
             raise AnalysisError(
-                f"the policy analyzer could not analyze {r.type} '{r.name}' ({r.urn}): "
-                f"{type(exc).__name__}: {exc}"
+                f"the policy analyzer could not analyze {r.type} '{r.name}' ({r.urn}"
+                f"{_declared_at(r)}): {type(exc).__name__}: {exc}. {_REPORT_IT}"
             ) from exc
         for diag in response.diagnostics:
             diagnostics.append((diag, diag.urn or r.urn))
@@ -328,7 +338,8 @@ def analyze_with_errors(
         stack_response = servicer.AnalyzeStack(stack_request, None)
     except Exception as exc:
         raise AnalysisError(
-            f"the policy analyzer could not analyze the stack: {type(exc).__name__}: {exc}"
+            f"the policy analyzer could not analyze the stack: {type(exc).__name__}: {exc}. "
+            f"{_REPORT_IT}"
         ) from exc
     for diag in stack_response.diagnostics:
         diagnostics.append((diag, diag.urn or stack_urn))
@@ -362,8 +373,12 @@ def analyze_with_errors(
     fatal = [e for e in errors if e.enforcement in ("mandatory", "remediate")]
     if fatal:
         lines = "\n".join(f"  rule {e.policy} on {e.urn}: {e.error}" for e in fatal)
+        names = sorted({e.policy for e in fatal})
         raise RuleFailureError(
             f"{len(fatal)} mandatory rule run(s) raised instead of deciding, so the stack "
-            f"cannot be passed (failing closed):\n{lines}\n{fatal[0].traceback.rstrip()}"
+            f"cannot be passed (failing closed):\n{lines}\nReport it with the traceback below; "
+            f"to proceed meanwhile, lower the rule in a --config file, e.g. "
+            f"{json.dumps({n: 'advisory' for n in names})} (its failure is then listed, not "
+            f"fatal).\n{fatal[0].traceback.rstrip()}"
         )
     return violations, errors

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,7 +247,7 @@ def _exploding_policies(level: str, kind: str) -> list:
             if args.resource_type == "aws:sqs/queue:Queue" and args.name == "orders":
                 raise KeyError("redrivePolicy")
 
-        policy = ResourceValidationPolicy(
+        policy: Any = ResourceValidationPolicy(
             name="test-exploding-rule",
             description="raises on one queue",
             enforcement_level=enforcement,

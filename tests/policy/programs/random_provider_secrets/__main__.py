@@ -2,7 +2,7 @@
 named from a random suffix.
 
 Exercises: secrets whose values are unknown in a preview (they must stay secret unknowns),
-`RandomId.hex` in a name, `Output.secret` around computed values."""
+`RandomId.hex` in a name, `additional_secret_outputs` over a computed value."""
 
 import pulumi
 import pulumi_aws as aws
@@ -16,7 +16,8 @@ secret = aws.secretsmanager.Secret("webhook")
 aws.secretsmanager.SecretVersion(
     "webhook",
     secret_id=secret.id,
-    secret_string=pulumi.Output.secret(pulumi.Output.format("token={0}", token.result)),
+    secret_string=pulumi.Output.format("token={0}", token.result),
+    opts=pulumi.ResourceOptions(additional_secret_outputs=["secretString"]),
 )
 bucket = aws.s3.Bucket("uploads", bucket=suffix.hex.apply(lambda h: f"shop-uploads-{h}"))
 pulumi.export("bucket", bucket.bucket)

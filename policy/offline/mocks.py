@@ -111,13 +111,20 @@ class AwsMocks(pulumi.runtime.Mocks):
     ) -> tuple[str, dict[str, Any]]:
         """The id and the provider-computed outputs of a created resource: exact shapes for
         the types the pack links by identity, plausible typed values for every other output
-        the provider SDK declares (never for an unset input, which means the AWS default)."""
+        the provider SDK declares, and placeholders for unset inputs, listed under
+        `typed.PLACEHOLDERS_KEY` so that the recorder hides them from the pack (an unset
+        input means the AWS default)."""
         resource_id, known = self._identity_outputs(typ, name, inputs, region)
         n = str(inputs.get(_AUTONAME_PROPERTY.get(typ, "name"), name))
         ctx = typed.Context(
             _service(typ), n, region, self.account_id, typ.rsplit(":", 1)[-1].lower()
         )
-        return resource_id, {**typed.computed_outputs(typ, ctx, {**inputs, **known}), **known}
+        given = {**inputs, **known}
+        placeholders = typed.unset_input_placeholders(typ, ctx, given)
+        outputs = {**typed.computed_outputs(typ, ctx, given), **placeholders, **known}
+        if placeholders:
+            outputs[typed.PLACEHOLDERS_KEY] = sorted(placeholders)
+        return resource_id, outputs
 
     def _identity_outputs(
         self, typ: str, name: str, inputs: dict[str, Any], region: str

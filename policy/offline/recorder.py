@@ -191,6 +191,11 @@ class RecordingMonitor(MockMonitor):
                     outputs[key] = UNKNOWN_STRING_SENTINEL
         else:
             outputs.CopyFrom(response.properties if read else response.object)
+            if typed.PLACEHOLDERS_KEY in outputs.fields:
+                for key in list(outputs[typed.PLACEHOLDERS_KEY]):
+                    if key in outputs.fields:
+                        del outputs[key]
+                del outputs[typed.PLACEHOLDERS_KEY]
         if read:
             # `Resource.get` reads an existing resource whose settings only the cloud knows:
             # they are unknown here, never the AWS defaults.

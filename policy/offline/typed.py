@@ -153,6 +153,27 @@ def computed_outputs(token: str, ctx: Context, given: dict[str, Any]) -> dict[st
     }
 
 
+# Outputs key naming the placeholders given for unset inputs: the program sees them (so
+# `instance.private_ip` has a value at `up`), the recorder removes them (so the pack still
+# reads an unset input as "the AWS default").
+PLACEHOLDERS_KEY = "__offlinePlaceholders"
+_NOT_PLACEHELD = frozenset({"id", "urn", "region", "tags", "tagsAll"})
+
+
+def unset_input_placeholders(token: str, ctx: Context, given: dict[str, Any]) -> dict[str, Any]:
+    """Plausible values for the inputs the program left unset (the provider or AWS would
+    report a default or a computed value for most of them)."""
+    cls = resource_class(token)
+    if cls is None:
+        return {}
+    inputs = input_names(token)
+    return {
+        wire: plausible(prop, wire, ctx, 0)
+        for wire, prop in typed_properties(cls).items()
+        if wire in inputs and wire not in given and wire not in _NOT_PLACEHELD
+    }
+
+
 def invoke_result(token: str, ctx: Context, args: dict[str, Any]) -> dict[str, Any] | None:
     """Every field of the data source's result type: arguments the result repeats, coerced to
     the result's types; the rest plausible. None when the result type is not known."""
@@ -197,6 +218,11 @@ def plausible_string(wire: str, ctx: Context, doc: str = "") -> str:
     words = _words(wire)
     last = words[-1]
     host = f"{ctx.name}.{ctx.service}.{ctx.region}.amazonaws.com"
+    if "cidr" in words:
+        # Programs carve subnets out of CIDRs with `ipaddress`: a valid block.
+        return "2600:1f18:1234:5600::/56" if "ipv6" in words else "10.0.0.0/16"
+    if last in ("ip", "ips") or words[-2:] == ["ip", "address"]:
+        return "2600:1f18:1234:5601::10" if "ipv6" in words else "10.0.0.10"
     if wire == "region" or last == "region":
         return ctx.region
     if last == "arn" or last == "arns":

@@ -339,3 +339,30 @@ def test_awsx_components_stay_unexpanded_and_the_plain_resources_are_recorded(pr
     assert run.stack_outputs["url"] is UNKNOWN  # `lb.load_balancer.dns_name`, never None
     assert run.stack_outputs["first_private_subnet"] is UNKNOWN
     assert one(run, "aws:sqs/queue:Queue", "jobs").inputs["visibilityTimeoutSeconds"] == 30
+
+
+def test_unset_inputs_have_values_for_the_program_but_stay_absent_for_the_pack(tmp_path):
+    # AWS computes many optional inputs it is not given (an instance's private IP and zone);
+    # programs read them at `up`. The pack must still see them unset (the AWS default).
+    project = write_project(
+        tmp_path / "unset",
+        "vpc = aws.ec2.get_vpc(default=True)\n"
+        "import ipaddress\n"
+        "first = next(ipaddress.ip_network(vpc.cidr_block).subnets(new_prefix=24))\n"
+        'inst = aws.ec2.Instance("web", ami="ami-0123456789abcdef0", instance_type="t3.micro")\n'
+        'q = aws.sqs.Queue("jobs")\n'
+        'pulumi.export("ssh", pulumi.Output.concat("ssh ec2-user@", inst.private_ip))\n'
+        'pulumi.export("zone", inst.availability_zone.apply(lambda z: z[:-1]))\n'
+        'pulumi.export("visibility", q.visibility_timeout_seconds.apply(lambda v: v * 2))\n'
+        'pulumi.export("subnet", str(first))\n',
+    )
+    run = run_program(project, "dev")
+    assert run.stack_outputs["ssh"] == "ssh ec2-user@10.0.0.10"
+    assert isinstance(run.stack_outputs["zone"], str)
+    assert isinstance(run.stack_outputs["visibility"], int)
+    assert run.stack_outputs["subnet"] == "10.0.0.0/24"
+    instance = one(run, "aws:ec2/instance:Instance")
+    queue = one(run, "aws:sqs/queue:Queue")
+    assert "privateIp" not in instance.outputs and "availabilityZone" not in instance.outputs
+    assert "visibilityTimeoutSeconds" not in queue.outputs
+    assert "__offlinePlaceholders" not in queue.outputs

@@ -207,10 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.format,
             args.output,
         )
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    else:
-        print(text)
+    try:
+        if args.output:
+            Path(args.output).write_text(text + "\n")
+        else:
+            print(text)
+    except OSError as exc:  # a verdict nobody can read is no verdict
+        print(f"policy check failed (output): cannot write the report: {exc}", file=sys.stderr)
+        return 2
     return 1 if any(v.enforcement in ("mandatory", "remediate") for v in report.violations) else 0
 
 

@@ -402,3 +402,9 @@ def test_state_and_a_project_are_exclusive(capsys):
     with pytest.raises(SystemExit) as raised:
         main(["--state", str(CLI_JSON / "preview.json"), "--project", "."])
     assert raised.value.code == 2 and "--state reads the mode" in capsys.readouterr().err
+
+
+def test_a_report_that_cannot_be_written_is_exit_2_not_1(projects, tmp_path, capsys):
+    missing_dir = tmp_path / "no" / "such" / "dir" / "report.json"
+    code = main(["--project", str(projects["bad"]), "--stack", "dev", "--output", str(missing_dir)])
+    assert code == 2 and "cannot write the report" in capsys.readouterr().err

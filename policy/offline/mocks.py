@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -284,6 +285,17 @@ class AwsMocks(pulumi.runtime.Mocks):
         if token == "aws:iam/getPolicyDocument:getPolicyDocument":
             doc = json.dumps(policy_document_from_args(given), indent=2)
             return {"json": doc, "minifiedJson": json.dumps(json.loads(doc)), "id": "doc"}
+        if token == "aws:kms/getAlias:getAlias" and isinstance(given.get("name"), str):
+            # An alias names a key: the alias ARN, and the ARN and id of the key it targets.
+            alias = given["name"]
+            key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/{alias}"))
+            return {
+                "arn": f"arn:aws:kms:{region}:{acct}:{alias}",
+                "id": f"arn:aws:kms:{region}:{acct}:{alias}",
+                "name": alias,
+                "targetKeyId": key_id,
+                "targetKeyArn": f"arn:aws:kms:{region}:{acct}:key/{key_id}",
+            }
         name = given.get("name") or given.get("functionName") or given.get("queueName")
         if isinstance(name, str) and token.startswith("aws:") and "/get" in token:
             # An existing resource looked up by name: the ARN (and URL) it would have.

@@ -1,7 +1,7 @@
 """Deploy a Pulumi stack INTO the emulator by running its own program under materialising mocks.
 
 The same `__main__.py` and `Pulumi.<stack>.yaml` that `pulumi up` runs are executed by
-`policy.program.run_program` (the project's one generic in-process runner); its mocks are
+`policy.offline.runner.run_program` (the project's one generic in-process runner); its mocks are
 `EmulatorMocks`, which create each resource in moto with exactly the declared settings and
 return the real ARNs / URLs, so later resources are created against them.
 
@@ -20,7 +20,9 @@ from typing import Any, TextIO
 from emulator.materialise import EmulatorMocks
 from emulator.registry import Registry
 from emulator.server import Emulator, start_emulator
-from policy.program import ProgramError, ProgramRun, load_project, load_stack_config, run_program
+from policy.offline.errors import ProgramError
+from policy.offline.project import load_project, load_stack_config
+from policy.offline.runner import ProgramRun, run_program
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 

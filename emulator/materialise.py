@@ -12,7 +12,6 @@ listed, not only the first.
 from __future__ import annotations
 
 import io
-import json
 import secrets
 import threading
 import uuid
@@ -33,7 +32,17 @@ from emulator.registry import (
     ScheduleConfig,
 )
 from emulator.server import EMULATOR_ACCOUNT_ID, Emulator, queue_url_from_arn
-from policy.program import policy_document_from_args
+from policy.offline.mocks import AwsMocks
+
+# Invokes that read no cloud state: answered without the emulator.
+_ENVIRONMENT_INVOKES = frozenset(
+    {
+        "aws:index/getRegion:getRegion",
+        "aws:index/getCallerIdentity:getCallerIdentity",
+        "aws:index/getPartition:getPartition",
+        "aws:iam/getPolicyDocument:getPolicyDocument",
+    }
+)
 
 # Lambda's own create-time checks that moto does not make (the emulator keeps the mapping).
 _LAMBDA_DEFAULT_TIMEOUT_S = 3
@@ -107,6 +116,7 @@ class EmulatorMocks(pulumi.runtime.Mocks):
         self.registry = registry
         self.project_dir = project_dir
         self.region = emulator.region
+        self._offline = AwsMocks(region=self.region, account_id=EMULATOR_ACCOUNT_ID)
         self._clients: dict[str, Any] = {}
         self._clients_lock = threading.Lock()
         self._handlers: dict[str, Callable[[str, State], tuple[str, State]]] = {
@@ -173,26 +183,10 @@ class EmulatorMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
         """Provider functions. Failures must be a list: the mock monitor iterates it."""
         token = args.token
-        if token == "aws:index/getRegion:getRegion":
-            return {"name": self.region, "region": self.region, "id": self.region}, []
-        if token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {
-                "accountId": EMULATOR_ACCOUNT_ID,
-                "arn": f"arn:aws:iam::{EMULATOR_ACCOUNT_ID}:user/emulator",
-                "userId": "EMULATOR",
-                "id": EMULATOR_ACCOUNT_ID,
-            }, []
-        if token == "aws:index/getPartition:getPartition":
-            return {
-                "partition": "aws",
-                "dnsSuffix": "amazonaws.com",
-                "reverseDnsPrefix": "com.amazonaws",
-                "id": "aws",
-            }, []
-        if token == "aws:iam/getPolicyDocument:getPolicyDocument":
-            # Pure rendering of the statements: the same function the offline check uses.
-            document = json.dumps(policy_document_from_args(dict(args.args)))
-            return {"json": document, "minifiedJson": document, "id": "policy-document"}, []
+        if token in _ENVIRONMENT_INVOKES:
+            # Pure answers (region, identity, partition, rendered policy documents): the offline
+            # engine's own, in the emulator's region and account.
+            return self._offline.invoke_result(args), []
         self.registry.record(
             DeployedResource(token, "(invoke)", "unsupported", detail="provider function")
         )

@@ -1,31 +1,32 @@
-"""Pulumi mocks for the infra layer: a recording monitor and a harness that runs a program.
+"""Pulumi mocks for the infra layer: a harness that runs a program function and records it.
 
-``set_mocks`` is process-global, so every test gets its own harness (function scope), and
-each run executes in a fresh ``contextvars.Context`` (Pulumi keeps its settings, config and
-root stack in context variables), so runs never see each other's resources.
+The engine is the offline policy engine's (``policy.offline``: one recorder, one set of AWS
+mocks for the offline check, these tests and the emulator deploy). ``set_mocks`` is
+process-global, so every test gets its own harness (function scope), and each run executes
+in a fresh ``contextvars.Context`` (Pulumi keeps its settings, config and root stack in
+context variables), so runs never see each other's resources.
 """
 
 from __future__ import annotations
 
-import contextvars
-import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pulumi
 import pytest
+from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
-from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
-from pulumi.runtime.settings import SETTINGS
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.mocks import MockCallArgs
+
+from policy.offline.mocks import AwsMocks
+from policy.offline.recorder import RecordedResource
+from policy.offline.runner import run_function
+from policy.values import UNKNOWN
 
 PROJECT = "idempotent-messaging"
 ACCOUNT = "111122223333"
 REGION = "ap-northeast-1"
-UNKNOWN = "<unknown>"
 
 
 @dataclass
@@ -46,6 +47,24 @@ class Registered:
         """A JSON-string input (policies, redrive policies) parsed."""
         return json.loads(self.inputs[prop])
 
+    @classmethod
+    def of(cls, recorded: RecordedResource) -> Registered:
+        return cls(
+            type=recorded.type,
+            name=recorded.name,
+            urn=recorded.urn,
+            parent=recorded.parent or "",
+            custom=recorded.custom,
+            dependencies=recorded.dependencies,
+            property_dependencies=recorded.property_dependencies,
+            inputs=_deserialized(recorded.inputs_struct),
+            outputs=_deserialized(recorded.outputs_struct),
+        )
+
+
+def _deserialized(struct: struct_pb2.Struct) -> dict[str, Any]:
+    return dict(_plain(rpc.deserialize_properties(struct, keep_unknowns=True)))
+
 
 def _plain(value: Any) -> Any:
     """Deserialized values with Pulumi's Unknown markers replaced by UNKNOWN."""
@@ -58,83 +77,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class RealisticMocks(pulumi.runtime.Mocks):
-    """Echo inputs and add the ARNs/URLs AWS would compute (realistic shapes, so ARN parsing
-    in the component is exercised). In preview, computed outputs are omitted and become
-    unknown, as in a real `pulumi preview` of new resources."""
+class ComponentMocks(AwsMocks):
+    """The offline engine's AWS mocks (realistic ARNs/URLs in this stack's region and account,
+    so ARN parsing in the component is exercised; computed outputs unknown in a preview),
+    refusing invokes: the components must not depend on data sources."""
 
     def __init__(self, *, preview: bool) -> None:
-        self.preview = preview
-
-    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        inputs = dict(args.inputs)
-        if self.preview or not args.custom:
-            return "", inputs
-        name = str(inputs.get("name", args.name))
-        arn_prefix = f"arn:aws:{{}}:{REGION}:{ACCOUNT}"
-        computed: dict[str, Any]
-        typ = args.typ
-        if typ == "aws:sqs/queue:Queue":
-            url = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
-            computed = {"arn": f"{arn_prefix.format('sqs')}:{name}", "url": url}
-            return url, {**inputs, **computed}
-        if typ == "aws:dynamodb/table:Table":
-            computed = {"arn": f"{arn_prefix.format('dynamodb')}:table/{name}"}
-        elif typ == "aws:sns/topic:Topic":
-            computed = {"arn": f"{arn_prefix.format('sns')}:{name}"}
-        elif typ == "aws:lambda/function:Function":
-            computed = {"arn": f"{arn_prefix.format('lambda')}:function:{name}"}
-        elif typ == "aws:iam/role:Role":
-            computed = {"arn": f"arn:aws:iam::{ACCOUNT}:role/{name}"}
-        elif typ == "aws:cloudwatch/logGroup:LogGroup":
-            computed = {"arn": f"{arn_prefix.format('logs')}:log-group:{name}"}
-        elif typ == "aws:cloudwatch/metricAlarm:MetricAlarm":
-            computed = {"arn": f"{arn_prefix.format('cloudwatch')}:alarm:{name}"}
-        elif typ == "aws:kms/key:Key":
-            key_id = hashlib.md5(args.name.encode()).hexdigest()
-            computed = {"arn": f"{arn_prefix.format('kms')}:key/{key_id}", "keyId": key_id}
-        else:
-            computed = {}
-        return f"{args.name}-id", {**inputs, **computed}
+        super().__init__(preview=preview, region=REGION, account_id=ACCOUNT)
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         raise AssertionError(f"the component must not call invokes; it called {args.token}")
-
-
-class RecordingMonitor(MockMonitor):
-    """MockMonitor that records every RegisterResource request (type, name, parent,
-    dependencies, property dependencies, inputs) and the mocked outputs."""
-
-    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
-        super().__init__(mocks)
-        self.registered: list[Registered] = []
-        self.component_outputs: dict[str, dict[str, Any]] = {}
-        """URN -> what a component passed to ``register_outputs``."""
-
-    def RegisterResourceOutputs(self, request: Any) -> Any:
-        self.component_outputs[request.urn] = _plain(rpc.deserialize_properties(request.outputs))
-        return super().RegisterResourceOutputs(request)
-
-    def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            state = self.resources.get(response.urn)
-            self.registered.append(
-                Registered(
-                    type=request.type,
-                    name=request.name,
-                    urn=response.urn,
-                    parent=request.parent,
-                    custom=bool(request.custom),
-                    dependencies=list(request.dependencies),
-                    property_dependencies={
-                        k: list(v.urns) for k, v in request.propertyDependencies.items()
-                    },
-                    inputs=_plain(rpc.deserialize_properties(request.object)),
-                    outputs=_plain(dict(state.state)) if state is not None else {},
-                )
-            )
-        return response
 
 
 @dataclass
@@ -159,8 +111,9 @@ class Run:
 
 
 class PulumiHarness:
-    """Runs a program function under mocks. When it returns a mapping of names to Outputs,
-    the run's ``values`` hold them resolved (UNKNOWN where a preview cannot know them)."""
+    """Runs a program function under the offline engine's mocks and recorder. When it returns
+    a mapping of names to Outputs, the run's ``values`` hold them resolved (UNKNOWN where a
+    preview cannot know them)."""
 
     def __init__(self) -> None:
         # The stack's region, as `aws:region` in a stack file gives it.
@@ -174,30 +127,19 @@ class PulumiHarness:
         stack: str = "test",
         config: Mapping[str, str] | None = None,
     ) -> Run:
-        mocks = RealisticMocks(preview=preview)
-        monitor = RecordingMonitor(mocks)
-        values: dict[str, Any] = {}
-
-        def execute() -> None:
-            pulumi.runtime.set_mocks(
-                mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor
-            )
-            pulumi.runtime.set_all_config(dict(self.config if config is None else config))
-            SETTINGS.rpc_manager.clear()
-            SETTINGS.outputs.clear()
-
-            async def body() -> None:
-                exported = program()
-                if not isinstance(exported, Mapping):
-                    return
-                for key, value in exported.items():
-                    out = pulumi.Output.from_input(value)
-                    values[key] = await out.future() if await out.is_known() else UNKNOWN
-
-            _sync_await(run_pulumi_func(body))
-
-        contextvars.Context().run(execute)
-        return Run(monitor.registered, values, monitor.component_outputs)
+        result = run_function(
+            program,
+            project=PROJECT,
+            stack=stack,
+            preview=preview,
+            mocks=ComponentMocks(preview=preview),
+            config=dict(self.config if config is None else config),
+        )
+        return Run(
+            [Registered.of(r) for r in result.resources if r.type != "pulumi:pulumi:Stack"],
+            result.values,
+            {urn: _deserialized(s) for urn, s in result.component_outputs.items()},
+        )
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,3 +192,219 @@ def test_module_entry_point_runs_as_a_subprocess_with_the_documented_exit_codes(
     assert [results[k].returncode for k in ("good", "bad", "broken")] == [0, 1, 2]
     assert json.loads(results["bad"].stdout)["mode"] == "preview"
     assert "boom: no such bucket" in results["broken"].stderr
+
+
+# --- a crash is never a verdict ---------------------------------------------------------------
+
+
+def _boom(*_args: object, **_kwargs: object) -> None:
+    raise RuntimeError("injected failure")
+
+
+@pytest.mark.parametrize(
+    ("target", "stage"),
+    [
+        ("policy.offline.runner.load_project", "internal"),
+        ("policy.offline.mocks.AwsMocks.new_resource", "program"),
+        ("policy.offline.recorder.RecordingMonitor._record", "program"),
+        ("pulumi_policy.policy._PolicyAnalyzerServicer.Analyze", "analysis"),
+        ("pulumi_policy.policy._PolicyAnalyzerServicer.AnalyzeStack", "analysis"),
+        ("policy.offline.cli.to_json", "internal"),
+    ],
+)
+def test_a_failure_at_any_stage_exits_2_with_a_json_error_never_1(
+    target, stage, projects, monkeypatch, capsys
+):
+    # The `bad` project has a mandatory violation: a failure must not turn into exit 1.
+    monkeypatch.setattr(target, _boom)
+    code, report = run_json(capsys, "--project", str(projects["bad"]), "--stack", "dev")
+    assert code == 2
+    assert report["error"]["stage"] == stage and "injected failure" in report["error"]["message"]
+    assert report["violations"] is None
+
+
+def test_an_invoke_that_fails_is_an_exit_2_naming_the_programs_line(monkeypatch, capsys):
+    monkeypatch.setattr("policy.offline.mocks.AwsMocks.invoke_result", _boom)
+    project = Path(__file__).parent / "programs" / "ssm_ami_data_sources"
+    code = main(["--project", str(project), "--stack", "test"])
+    err = capsys.readouterr().err
+    assert code == 2 and "injected failure" in err and "at __main__.py:" in err
+
+
+def _exploding_policies(level: str, kind: str) -> list:
+    from pulumi_policy import (
+        EnforcementLevel,
+        ResourceValidationPolicy,
+        StackValidationPolicy,
+    )
+
+    from policy.pack import POLICIES
+
+    enforcement = EnforcementLevel(level)
+    if kind == "resource":
+
+        def validate(args, report_violation):
+            if args.resource_type == "aws:sqs/queue:Queue" and args.name == "orders":
+                raise KeyError("redrivePolicy")
+
+        policy: Any = ResourceValidationPolicy(
+            name="test-exploding-rule",
+            description="raises on one queue",
+            enforcement_level=enforcement,
+            validate=validate,
+        )
+    else:
+
+        def validate_stack(args, report_violation):
+            for resource in args.resources:
+                if resource.name == "orders":
+                    raise KeyError("redrivePolicy")
+
+        policy = StackValidationPolicy(
+            name="test-exploding-rule",
+            description="raises while looking at one queue",
+            enforcement_level=enforcement,
+            validate=validate_stack,
+        )
+    return [*POLICIES, policy]
+
+
+@pytest.mark.parametrize("kind", ["resource", "stack"])
+def test_a_mandatory_rule_that_raises_fails_closed_naming_rule_and_resource(
+    kind, projects, monkeypatch, capsys
+):
+    monkeypatch.setattr("policy.offline.analyzer.POLICIES", _exploding_policies("mandatory", kind))
+    code, report = run_json(capsys, "--project", str(projects["good"]), "--stack", "dev")
+    assert code == 2  # `good` has no mandatory violation: without failing closed it passes
+    assert report["error"]["stage"] == "rule-failure"
+    err = capsys.readouterr().err or ""
+    message = report["error"]["message"]
+    assert "failing closed" in message
+    text = message + err
+    assert "test-exploding-rule" in text
+
+
+def test_the_failing_rule_and_resource_are_named_on_stderr(projects, monkeypatch, capsys):
+    monkeypatch.setattr(
+        "policy.offline.analyzer.POLICIES", _exploding_policies("mandatory", "stack")
+    )
+    code = main(["--project", str(projects["good"]), "--stack", "dev"])
+    err = capsys.readouterr().err
+    assert code == 2
+    queue_urn = "urn:pulumi:dev::fixture::pulumi:pulumi:Stack$aws:sqs/queue:Queue::orders"
+    assert f"rule test-exploding-rule on {queue_urn}" in err
+    assert '{"test-exploding-rule": "advisory"}' in err  # what to do meanwhile
+    assert "KeyError: 'redrivePolicy'" in err
+
+
+def test_an_advisory_rule_that_raises_is_reported_not_fatal(projects, monkeypatch, capsys):
+    monkeypatch.setattr(
+        "policy.offline.analyzer.POLICIES", _exploding_policies("advisory", "resource")
+    )
+    code, report = run_json(capsys, "--project", str(projects["good"]), "--stack", "dev")
+    assert code == 0
+    assert report["rule_errors"] == [
+        {
+            "policy": "test-exploding-rule",
+            "enforcement": "advisory",
+            "urn": "urn:pulumi:dev::fixture::pulumi:pulumi:Stack$aws:sqs/queue:Queue::orders",
+            "error": "KeyError: 'redrivePolicy'",
+        }
+    ]
+
+
+# --- what the check could not see is said in every format --------------------------------------
+
+REMOTE = Path(__file__).parent / "programs" / "remote_component_vpc"
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_unexpanded_remote_components_are_listed_in_text_json_and_sarif(preview, tmp_path, capsys):
+    base = ["--project", str(REMOTE), "--stack", "test"] + (["--preview"] if preview else [])
+    assert main(base) == 0
+    text = capsys.readouterr().out
+    assert "[not checked] netkit:ec2:Vpc 'app'" in text and "were NOT checked" in text
+    assert text.rstrip().endswith("(1 remote component(s) not expanded: NOT checked)")
+
+    code, report = run_json(capsys, *base)
+    assert code == 0
+    [component] = report["unexpanded_components"]
+    assert component["type"] == "netkit:ec2:Vpc" and component["name"] == "app"
+    assert component["file"].endswith("remote_component_vpc/__main__.py") and component["line"]
+
+    out = tmp_path / "r.sarif"
+    assert main([*base, "--format", "sarif", "--output", str(out)]) == 0
+    [invocation] = json.loads(out.read_text())["runs"][0]["invocations"]
+    [note] = invocation["toolExecutionNotifications"]
+    assert note["descriptor"]["id"] == "unexpanded-remote-component"
+    assert "netkit:ec2:Vpc 'app'" in note["message"]["text"]
+
+
+def test_a_missing_package_is_exit_2_in_json_too(tmp_path, capsys):
+    project = write_project(tmp_path / "eks", "import pulumi_eks as eks\n")
+    code, report = run_json(capsys, "--project", str(project), "--stack", "dev")
+    assert code == 2 and report["error"]["stage"] == "missing-package"
+    assert "pulumi_eks" in report["error"]["message"]
+
+
+# --- stacks in any language, from the CLI's JSON ------------------------------------------------
+
+CLI_JSON = Path(__file__).parent / "fixtures" / "cli_json"
+
+
+@pytest.mark.parametrize(
+    ("file", "mode"), [("stack-export.json", "up"), ("preview.json", "preview")]
+)
+def test_a_stack_export_or_preview_json_is_checked_like_a_program(file, mode, capsys):
+    # Fixtures follow the documented apitype formats (UntypedDeployment/ResourceV3 and the
+    # preview digest): a TypeScript stack whose queue's visibility timeout (30 s) is below its
+    # consumer's timeout (60 s), which Lambda refuses for an SQS event source.
+    code, report = run_json(capsys, "--state", str(CLI_JSON / file))
+    assert code == 1 and report["mode"] == mode
+    mandatory = {
+        (v["policy"], v["name"]) for v in report["violations"] if v["enforcement"] == "mandatory"
+    }
+    assert ("sqs-visibility-timeout-covers-lambda-timeout", "orders") in mandatory
+    assert all(v["name"] != "retired" for v in report["violations"])  # pending deletion / deleted
+    v = next(v for v in report["violations"] if v["name"] == "orders")
+    assert v["file"].endswith("cli_json/index.ts") and v["line"] == 9
+
+
+def test_state_values_reach_the_pack_as_the_engine_hands_them():
+    from policy.offline.statefile import load_state
+    from policy.values import UNKNOWN
+
+    run = load_state(CLI_JSON / "stack-export.json")
+    assert (run.stack, run.project.name, run.preview) == ("prod", "orders-ts", False)
+    by_name = {r.name: r for r in run.resources if r.type == "aws:sqs/queue:Queue"}
+    assert set(by_name) == {"orders", "orders-dlq"}  # `retired` is pending deletion
+    function = next(r for r in run.resources if r.type == "aws:lambda/function:Function")
+    # A secret only the stack's secrets provider can decrypt: a secret of an unknown.
+    assert function.inputs["environment"]["variables"]["API_TOKEN"]["value"] is UNKNOWN
+    esm = next(r for r in run.resources if r.type.endswith("EventSourceMapping"))
+    assert esm.inputs["functionName"] == "consumer-1f2e3d4"  # resource reference -> its id
+    assert esm.property_dependencies["eventSourceArn"] == [by_name["orders"].urn]
+    preview = load_state(CLI_JSON / "preview.json")
+    assert preview.preview and preview.config.values["aws:region"] == "eu-west-1"
+    queue = next(r for r in preview.resources if r.name == "orders")
+    assert queue.outputs["arn"] is UNKNOWN and queue.outputs["visibilityTimeoutSeconds"] == 30
+
+
+def test_a_file_that_is_neither_format_is_exit_2(tmp_path, capsys):
+    bogus = tmp_path / "state.json"
+    bogus.write_text('{"resources": []}')
+    code, report = run_json(capsys, "--state", str(bogus))
+    assert code == 2 and report["error"]["stage"] == "state-file"
+    assert "neither a `pulumi stack export` file" in report["error"]["message"]
+
+
+def test_state_and_a_project_are_exclusive(capsys):
+    with pytest.raises(SystemExit) as raised:
+        main(["--state", str(CLI_JSON / "preview.json"), "--project", "."])
+    assert raised.value.code == 2 and "--state reads the mode" in capsys.readouterr().err
+
+
+def test_a_report_that_cannot_be_written_is_exit_2_not_1(projects, tmp_path, capsys):
+    missing_dir = tmp_path / "no" / "such" / "dir" / "report.json"
+    code = main(["--project", str(projects["bad"]), "--stack", "dev", "--output", str(missing_dir)])
+    assert code == 2 and "cannot write the report" in capsys.readouterr().err

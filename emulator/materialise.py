@@ -134,6 +134,7 @@ class EmulatorMocks(pulumi.runtime.Mocks):
             "aws:iam/rolePolicyAttachment:RolePolicyAttachment": self._role_policy_attachment,
             "aws:cloudwatch/logGroup:LogGroup": self._log_group,
             "aws:cloudwatch/metricAlarm:MetricAlarm": self._metric_alarm,
+            "aws:cloudwatch/dashboard:Dashboard": self._dashboard,
             "aws:lambda/function:Function": self._function,
             "aws:lambda/permission:Permission": self._permission,
             "aws:lambda/eventSourceMapping:EventSourceMapping": self._event_source_mapping,
@@ -449,6 +450,13 @@ class EmulatorMocks(pulumi.runtime.Mocks):
                 logGroupName=name, retentionInDays=_int(inputs["retentionInDays"])
             )
         return name, {"name": name, "arn": self._arn("logs", f"log-group:{name}")}
+
+    def _dashboard(self, logical: str, inputs: State) -> tuple[str, State]:
+        name = inputs["dashboardName"]
+        cloudwatch = self._client("cloudwatch")
+        cloudwatch.put_dashboard(DashboardName=name, DashboardBody=inputs["dashboardBody"])
+        arn = cloudwatch.get_dashboard(DashboardName=name)["DashboardArn"]
+        return name, {"dashboardName": name, "dashboardArn": arn}
 
     def _metric_alarm(self, logical: str, inputs: State) -> tuple[str, State]:
         name = inputs.get("name") or autoname(logical)

@@ -12,6 +12,16 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from bench import model
+from bench.model import FunctionConfig, ModelInputs
+
+_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+}
+
 
 @dataclass(frozen=True)
 class Target:
@@ -19,16 +29,14 @@ class Target:
     description: str
     measured: float | None
     limit: float
-    comparison: str  # "<=" or ">="
+    comparison: str  # "<=", "<", ">=" or ">"
     unit: str = ""
 
     @property
     def passed(self) -> bool:
         if self.measured is None:
             return False
-        compare: Callable[[float, float], bool] = (
-            operator.le if self.comparison == "<=" else operator.ge
-        )
+        compare: Callable[[float, float], bool] = _COMPARISONS[self.comparison]
         return compare(self.measured, self.limit)
 
     @property
@@ -51,8 +59,39 @@ def median_of(runs: Sequence[dict[str, Any]], field: str) -> float:
     return float(median(float(r[field]) for r in runs))
 
 
-def ratio(numerator: float, denominator: float) -> float | None:
-    return round(numerator / denominator, 2) if denominator else None
+def ratio(numerator: float, denominator: float, digits: int = 2) -> float | None:
+    return round(numerator / denominator, digits) if denominator else None
+
+
+def model_consumer_run(
+    run: dict[str, Any], inputs: ModelInputs, function: FunctionConfig
+) -> dict[str, Any]:
+    """The AWS model of one measured consumer run: modelled time and cost."""
+    usage = run["usage_by_operation"]
+    messages = int(run["messages"])
+    cpu_s = float(run["client_cpu_seconds"]) * model.cpu_scale(inputs, function.memory_mb)
+    round_trips_s = model.round_trip_seconds(usage, inputs)
+    seconds = model.modelled_seconds(
+        float(run["client_cpu_seconds"]), usage, inputs, function.memory_mb
+    )
+    cost = model.consumer_cost(
+        usage,
+        messages=messages,
+        invocations=int(run["invocations"]),
+        duration_seconds=seconds,
+        function=function,
+        inputs=inputs,
+    )
+    return {
+        "modelled_seconds": round(seconds, 4),
+        "modelled_seconds_per_1000_messages": round(seconds / messages * 1000, 4),
+        "lambda_cpu_seconds": round(cpu_s, 4),
+        "round_trip_seconds": round(round_trips_s, 4),
+        "write_units_per_message": round(cost["write_units"] / messages, 4),
+        "read_units_per_message": round(cost["read_units"] / messages, 4),
+        "dollars_per_million_messages": cost["dollars_per_million_messages"],
+        "cost": cost,
+    }
 
 
 def summarize_consumer(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -80,6 +119,18 @@ def summarize_consumer(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             "all_correct": all(r["correct"] for r in name_runs),
             "problems": sorted({p for r in name_runs for p in r["problems"]}),
         }
+        if all("model" in r for r in name_runs):
+            summary[name]["model"] = {
+                field: round(median(float(r["model"][field]) for r in name_runs), 4)
+                for field in (
+                    "modelled_seconds_per_1000_messages",
+                    "lambda_cpu_seconds",
+                    "round_trip_seconds",
+                    "write_units_per_message",
+                    "read_units_per_message",
+                    "dollars_per_million_messages",
+                )
+            }
     if "ours" in summary:
         ours_s = summary["ours"]["median_seconds"]
         ours_calls = summary["ours"]["median_calls_per_message"]
@@ -88,7 +139,33 @@ def summarize_consumer(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             summary[name]["calls_ratio_to_ours"] = ratio(
                 summary[name]["median_calls_per_message"], ours_calls
             )
+        ours_model = summary["ours"].get("model")
+        for name in summary:
+            m = summary[name].get("model")
+            if m and ours_model:
+                m["time_ratio_to_ours"] = ratio(
+                    m["modelled_seconds_per_1000_messages"],
+                    ours_model["modelled_seconds_per_1000_messages"],
+                    3,
+                )
+                m["ours_dollars_ratio"] = ratio(
+                    ours_model["dollars_per_million_messages"],
+                    m["dollars_per_million_messages"],
+                    3,
+                )
     return summary
+
+
+# The targets of issue 15 point 5 (modelled time and cost) and of the benchmarks before it.
+CALLS_PER_MESSAGE_LIMIT = {"happy": 0.3, "duplicates": 0.4}
+MODELLED_SPEEDUP_LIMIT = {"seed000": 5.0, "powertools": 4.5}  # scenario: duplicates
+MODELLED_SPEEDUP_SCENARIO = "duplicates"
+WRITE_UNITS_LIMIT = 3.0  # ours, per message, happy path
+WRITE_UNITS_SCENARIO = "happy"
+# Ours / theirs, $ per million messages: <= 0.6 of seed 000's, below Powertools'.
+COST_RATIO_LIMIT = {"seed000": (0.6, "<="), "powertools": (1.0, "<")}
+THROTTLED_WALL_LIMIT = {"seed000": 4.0, "powertools": 2.0}
+DISPATCH_MODELLED_SPEEDUP_LIMIT = 10.0
 
 
 def consumer_targets(scenario: str, summary: dict[str, Any]) -> list[Target]:
@@ -96,7 +173,7 @@ def consumer_targets(scenario: str, summary: dict[str, Any]) -> list[Target]:
     ours = summary.get("ours")
     if ours is None:
         return targets
-    calls_limit = {"happy": 0.3, "duplicates": 0.6}.get(scenario)
+    calls_limit = CALLS_PER_MESSAGE_LIMIT.get(scenario)
     if calls_limit is not None:
         targets.append(
             Target(
@@ -107,18 +184,57 @@ def consumer_targets(scenario: str, summary: dict[str, Any]) -> list[Target]:
                 "<=",
             )
         )
-    for name, limit in (("seed000", 4.0), ("powertools", 2.0)):
-        if name in summary:
-            targets.append(
-                Target(
-                    f"consumer.{scenario}.speedup_vs_{name}",
-                    f"consumer {scenario}: wall time of {name} / ours",
-                    summary[name]["wall_ratio_to_ours"],
-                    limit,
-                    ">=",
-                    "x",
+    if scenario == "throttled":
+        # Under throttling the wall time is botocore's real backoff, not the emulator's work.
+        for name, limit in THROTTLED_WALL_LIMIT.items():
+            if name in summary:
+                targets.append(
+                    Target(
+                        f"consumer.{scenario}.speedup_vs_{name}",
+                        f"consumer {scenario}: wall time of {name} / ours",
+                        summary[name]["wall_ratio_to_ours"],
+                        limit,
+                        ">=",
+                        "x",
+                    )
                 )
+    ours_model = ours.get("model")
+    if ours_model and scenario == MODELLED_SPEEDUP_SCENARIO:
+        for name, limit in MODELLED_SPEEDUP_LIMIT.items():
+            if name in summary and "model" in summary[name]:
+                targets.append(
+                    Target(
+                        f"consumer.{scenario}.modelled_speedup_vs_{name}",
+                        f"consumer {scenario}: modelled AWS time per 1,000 msgs, {name} / ours",
+                        summary[name]["model"]["time_ratio_to_ours"],
+                        limit,
+                        ">=",
+                        "x",
+                    )
+                )
+    if ours_model and scenario == WRITE_UNITS_SCENARIO:
+        targets.append(
+            Target(
+                f"consumer.{scenario}.write_units_per_message",
+                f"consumer {scenario}: ours DynamoDB write units per message",
+                ours_model["write_units_per_message"],
+                WRITE_UNITS_LIMIT,
+                "<=",
             )
+        )
+    if ours_model and scenario in ("happy", "duplicates"):
+        for name, (limit, comparison) in COST_RATIO_LIMIT.items():
+            if name in summary and "model" in summary[name]:
+                targets.append(
+                    Target(
+                        f"consumer.{scenario}.cost_ratio_vs_{name}",
+                        f"consumer {scenario}: $ per 1M msgs, ours / {name}",
+                        summary[name]["model"]["ours_dollars_ratio"],
+                        limit,
+                        comparison,
+                        "x",
+                    )
+                )
     targets.append(
         Target(
             f"consumer.{scenario}.correct",
@@ -129,6 +245,27 @@ def consumer_targets(scenario: str, summary: dict[str, Any]) -> list[Target]:
         )
     )
     return targets
+
+
+def model_dispatch_run(
+    run: dict[str, Any], inputs: ModelInputs, function: FunctionConfig
+) -> dict[str, Any]:
+    """Modelled AWS time of one dispatcher run: CPU + round trips over its parallel senders."""
+    seconds = model.modelled_seconds(
+        float(run["client_cpu_seconds"]),
+        run["usage_by_operation"],
+        inputs,
+        function.memory_mb,
+        concurrency=int(run["concurrency"]),
+    )
+    return {
+        "modelled_seconds": round(seconds, 4),
+        "modelled_items_per_second": round(run["items"] / seconds, 1) if seconds else None,
+        "lambda_cpu_seconds": round(
+            float(run["client_cpu_seconds"]) * model.cpu_scale(inputs, function.memory_mb), 4
+        ),
+        "round_trip_seconds": round(model.round_trip_seconds(run["usage_by_operation"], inputs), 4),
+    }
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -171,7 +308,43 @@ def miss_notes(results: dict[str, Any], targets: Sequence[Target]) -> list[str]:
         if t.passed:
             continue
         parts = t.key.split(".")
-        if parts[0] == "consumer" and parts[2].startswith("speedup_vs_"):
+        if parts[0] == "consumer" and parts[2] == "write_units_per_message":
+            notes.append(_write_units_note(t, results["consumer"][parts[1]]["runs"]["ours"][0]))
+        elif parts[0] == "consumer" and parts[2].startswith("cost_ratio_vs_"):
+            summary = results["consumer"][parts[1]]["summary"]
+            other = parts[2].removeprefix("cost_ratio_vs_")
+            notes.append(
+                f"- {t.description} = {t.measured}: "
+                + _cost_breakdown("ours", summary["ours"])
+                + "; "
+                + _cost_breakdown(other, summary[other])
+                + " (per message, median run)."
+            )
+        elif parts[0] == "consumer" and parts[2].startswith("modelled_speedup_vs_"):
+            summary = results["consumer"][parts[1]]["summary"]
+            other = parts[2].removeprefix("modelled_speedup_vs_")
+            notes.append(
+                f"- {t.description} = {t.measured}: per 1,000 messages "
+                + "; ".join(
+                    f"{name}: Lambda CPU {summary[name]['model']['lambda_cpu_seconds']} s + "
+                    f"round trips {summary[name]['model']['round_trip_seconds']} s for "
+                    f"{summary[name]['median_calls_per_message']} calls/msg"
+                    for name in (other, "ours")
+                )
+                + " (whole run)."
+            )
+        elif t.key == "dispatch.modelled_speedup":
+            d = results["dispatch"]
+            notes.append(
+                f"- {t.description} = {t.measured}: per-item "
+                f"{d['baseline_model']['lambda_cpu_seconds']} s CPU + "
+                f"{d['baseline_model']['round_trip_seconds']} s round trips for "
+                f"{d['baseline_sample_items']} items; ours "
+                f"{d['ours_model']['lambda_cpu_seconds']} s CPU + "
+                f"{d['ours_model']['round_trip_seconds']} s round trips / "
+                f"{d['ours_runs'][0]['concurrency']} senders for {d['ours_runs'][0]['items']}."
+            )
+        elif parts[0] == "consumer" and parts[2].startswith("speedup_vs_"):
             scenario = results["consumer"][parts[1]]["summary"]
             other, ours = scenario[parts[2].removeprefix("speedup_vs_")], scenario["ours"]
             cpu_ratio = ratio(
@@ -206,6 +379,43 @@ def miss_notes(results: dict[str, Any], targets: Sequence[Target]) -> list[str]:
         else:
             notes.append(f"- {t.description}: measured {t.measured}, see results.json")
     return notes
+
+
+_TRANSACTIONAL = ("dynamodb.TransactWriteItems", "dynamodb.ExecuteTransaction")
+
+
+def _write_units_note(t: Target, run: dict[str, Any]) -> str:
+    """Where ours spends its write units, per operation, from the recorded calls."""
+    messages = run["messages"]
+    parts = []
+    transactional = 0.0
+    for key, op in run["usage_by_operation"].items():
+        if not op["write_units"]:
+            continue
+        per_call = op["items"] / op["calls"]
+        note = ""
+        if key in _TRANSACTIONAL:
+            transactional += op["write_units"]
+            note = ", transactional: 2 units per item"
+        parts.append(
+            f"{key} {op['write_units'] / messages:.2f} WU/msg "
+            f"({op['calls']} calls of {per_call:.1f} items{note})"
+        )
+    why = (
+        f" {transactional / messages:.2f} WU/msg of it are transactional writes, which DynamoDB "
+        "bills at 2 units per item."
+        if transactional
+        else ""
+    )
+    return f"- {t.description} = {t.measured}: " + "; ".join(parts) + "." + why
+
+
+def _cost_breakdown(name: str, summary: dict[str, Any]) -> str:
+    m = summary["model"]
+    return (
+        f"{name} ${m['dollars_per_million_messages']:.2f}/1M "
+        f"({m['write_units_per_message']:.2f} WU + {m['read_units_per_message']:.2f} RU/msg)"
+    )
 
 
 def render_targets(targets: Sequence[Target]) -> str:

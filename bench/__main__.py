@@ -483,7 +483,7 @@ def _render_model(results: dict[str, Any]) -> str:
                     "calls/msg",
                     "WU/msg",
                     "RU/msg",
-                    "CPU s",
+                    "Lambda CPU s",
                     "round trips s",
                     "modelled s",
                     "time x ours",

@@ -359,16 +359,6 @@ def miss_notes(results: dict[str, Any], targets: Sequence[Target]) -> list[str]:
                 "transaction item and per batch entry, in this process and on these cores, "
                 "where AWS answers a 20-item transaction in about one call's latency."
             )
-        elif t.key == "dispatch.speedup":
-            d = results["dispatch"]
-            notes.append(
-                f"- {t.description} = {t.measured}: ours makes {d['calls_ratio']}x fewer calls; "
-                f"per message it takes {1000 / d['ours_items_per_second']:.2f} ms against "
-                f"{1000 / d['baseline_items_per_second']:.2f} ms for a single-message request. "
-                "What remains per message in a batch is moto's own work per entry, and the 16 "
-                "parallel senders share one process (GIL) and two cores with the emulator, so "
-                "their parallelism cannot show here."
-            )
         elif t.key == "policy.ratio":
             p = results["policy"]
             notes.append(

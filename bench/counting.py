@@ -127,7 +127,22 @@ class Recorder:
     attempts: Counter[str] = field(default_factory=Counter)  # HTTP attempts incl. retries
     wire_requests: int = 0  # attempts that reached the HTTP transport
     notifications: list[str] = field(default_factory=list)  # messages SNS accepted
-    usage: list[CallUsage] = field(default_factory=list)  # one per call, in billing units
+    # One entry per call: (service, operation, request, parsed response, error code). Described
+    # in billing units only when asked (`usage`), so that work does not run in the caller's
+    # thread and is not counted as the function's CPU time.
+    raw_calls: list[tuple[str, str, Any, Any, str | None]] = field(default_factory=list)
+
+    @property
+    def usage(self) -> list[CallUsage]:
+        """Every call in billing units (bench.usage.describe)."""
+        described = []
+        for service, operation, request, parsed, error_code in self.raw_calls:
+            if isinstance(request, bytes | str):
+                request = json.loads(request)
+            if isinstance(parsed, bytes | str):
+                parsed = json.loads(parsed) if parsed else {}
+            described.append(describe(service, operation, request, parsed, error_code))
+        return described
 
     @property
     def total_calls(self) -> int:
@@ -171,7 +186,7 @@ def _on_before_call(model: Any, params: Any = None, context: Any = None, **_: An
             # format, whatever layer (client, resource, Powertools) built it.
             body = params.get("body")
             if model.service_model.protocol == "json" and body:
-                context["bench_wire_request"] = json.loads(body)
+                context["bench_wire_request"] = body
 
 
 def _on_before_send(request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
@@ -199,7 +214,11 @@ def _on_after_call(
     failed = http_response is not None and http_response.status_code >= 300
     error_code = (parsed.get("Error") or {}).get("Code") or "Unknown" if failed else None
     request = context.get("bench_wire_request", params)
-    call = describe(service, model.name, request, None if failed else parsed, error_code)
+    response: Any = None
+    if not failed:
+        # The raw JSON body: a boto3 resource deserializes `parsed` in place after this hook.
+        json_body = model.service_model.protocol == "json" and http_response is not None
+        response = http_response.content if json_body else parsed
     sent: list[str] = []
     if service == "sns" and model.name == "Publish" and "MessageId" in parsed:
         sent.append(str(params.get("Message", "")))
@@ -211,7 +230,7 @@ def _on_after_call(
             if entry.get("Id") in ok
         )
     with _LOCK:
-        recorder.usage.append(call)
+        recorder.raw_calls.append((service, model.name, request, response, error_code))
         recorder.notifications.extend(sent)
 
 

@@ -74,10 +74,13 @@ def test_sizes_come_from_the_wire_request_also_through_a_boto3_resource(
         table.put_item(Item={"k": "big", "blob": "x" * 1500})
         ddb.get_item(TableName="t", Key={"k": {"S": "big"}}, ConsistentRead=True)
         ddb.get_item(TableName="t", Key={"k": {"S": "missing"}})
+        # The resource deserializes the response in place: the recorder kept the wire body.
+        assert table.get_item(Key={"k": "big"})["Item"]["blob"] == "x" * 1500
     usage = aggregate(recorder.usage)
     assert usage["dynamodb.PutItem"]["write_units"] == 2
-    # A strongly consistent read of a < 4 KB item: 1; a missing item, eventually: 0.5.
-    assert usage["dynamodb.GetItem"]["read_units"] == 1.5
+    # Strongly consistent read of a < 4 KB item: 1; a missing item, eventually consistent:
+    # 0.5; the resource's read of the same item, eventually consistent: 0.5.
+    assert usage["dynamodb.GetItem"]["read_units"] == 2.0
 
 
 def test_sns_batches_bill_per_message_and_a_retried_throttle_bills_once(

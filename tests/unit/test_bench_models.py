@@ -334,3 +334,22 @@ def test_targets_read_the_modelled_values_and_report_misses() -> None:
 def test_a_strict_target_fails_on_equality() -> None:
     assert Target("k", "d", 1.0, 1.0, "<").status == "MISS"
     assert Target("k", "d", 0.99, 1.0, "<").status == "PASS"
+
+
+def test_a_write_unit_miss_is_explained_from_the_recorded_calls() -> None:
+    from bench.report import miss_notes
+
+    run = {
+        "messages": 10,
+        "usage_by_operation": {
+            "dynamodb.TransactWriteItems": {"calls": 2, "items": 30, "write_units": 60.0},
+            "dynamodb.BatchExecuteStatement": {"calls": 1, "items": 10, "write_units": 10.0},
+        },
+    }
+    results = {"consumer": {"happy": {"runs": {"ours": [run]}}}}
+    miss = Target("consumer.happy.write_units_per_message", "WU/msg", 7.0, 3.0, "<=")
+    (note,) = miss_notes(results, [miss])
+    # 60 WU over 10 messages from 2 transactions of 15 items; 10 WU from one PartiQL batch.
+    assert "dynamodb.TransactWriteItems 6.00 WU/msg (2 calls of 15.0 items, transactional" in note
+    assert "dynamodb.BatchExecuteStatement 1.00 WU/msg (1 calls of 10.0 items)" in note
+    assert "6.00 WU/msg of it are transactional" in note

@@ -353,3 +353,16 @@ def test_a_write_unit_miss_is_explained_from_the_recorded_calls() -> None:
     assert "dynamodb.TransactWriteItems 6.00 WU/msg (2 calls of 15.0 items, transactional" in note
     assert "dynamodb.BatchExecuteStatement 1.00 WU/msg (1 calls of 10.0 items)" in note
     assert "6.00 WU/msg of it are transactional" in note
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        Target("a", "calls", 0.3, 0.3, "<="),
+        Target("b", "ratio", 4.04, 5.0, ">=", "x"),
+        Target("c", "cost", 1.57, 1.0, "<", "x"),
+        Target("d", "bundle", 53.4, 200.0, "<=", " KB"),
+    ],
+)
+def test_a_stored_target_reads_back_as_the_same_target(target: Target) -> None:
+    assert Target.from_dict(target.as_dict()) == target

@@ -27,7 +27,9 @@ def test_the_block_shows_calls_write_units_modelled_time_and_cost_side_by_side()
     results = _results()
     block = readme.render(results)
     ours = results["consumer"]["happy"]["summary"]["ours"]
-    row = next(line for line in block.splitlines() if line.startswith("| happy") and "ours" in line)
+    row = next(
+        line for line in block.splitlines() if line.startswith("| happy") and "(c) ours" in line
+    )
     assert f"**{ours['median_calls_per_message']:.3f}**" in row
     assert f"**{ours['model']['write_units_per_message']:.2f}**" in row
     assert f"{ours['model']['modelled_seconds_per_1000_messages']:.2f} s" in row

@@ -202,10 +202,13 @@ def _dynamodb_usage(
         return CallUsage(key, max(1, len(sizes)), write_units=sum(map(write_units, sizes)))
     if operation in ("BatchExecuteStatement", "ExecuteStatement"):
         statements = request.get("Statements") or [request]
+        answers = response.get("Responses") or [response]
         w = r = 0.0
-        for s in statements:
+        for index, s in enumerate(statements):
             if _partiql_is_read(s.get("Statement", "")):
-                r += read_units(0, bool(s.get("ConsistentRead", False)))
+                answer = answers[index] if index < len(answers) else {}
+                item = answer.get("Item") or (answer.get("Items") or [{}])[0]
+                r += read_units(item_size(item), bool(s.get("ConsistentRead", False)))
             else:
                 w += write_units(_partiql_size(s))
         return CallUsage(key, max(1, len(statements)), write_units=w, read_units=r)

@@ -143,6 +143,16 @@ def test_updates_count_key_plus_values_and_partiql_batches_count_per_statement()
     assert (batch.items, batch.transactional, batch.write_units) == (10, False, 10)
 
 
+def test_partiql_selects_are_read_units_of_the_returned_item() -> None:
+    select = {"Statement": 'SELECT * FROM "t" WHERE k = ?', "Parameters": [{"S": "a"}]}
+    request = {"Statements": [select | {"ConsistentRead": True}, select]}
+    big = {"k": {"S": "a"}, "blob": {"S": "x" * 5000}}  # 1 + 1 + 4 + 5000 bytes: 2 x 4 KB
+    response = {"Responses": [{"Item": big}, {}]}
+    got = describe("dynamodb", "BatchExecuteStatement", request, response, None)
+    # Strongly consistent 5 KB item: 2 units; missing item, eventually consistent: 0.5.
+    assert (got.read_units, got.write_units) == (2.5, 0.0)
+
+
 def test_batch_get_charges_returned_and_missing_items() -> None:
     request = {"RequestItems": {"t": {"Keys": [{"k": {"S": "a"}}, {"k": {"S": "b"}}]}}}
     response = {"Responses": {"t": [{"k": {"S": "a"}}]}}

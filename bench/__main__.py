@@ -606,6 +606,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     tmp.replace(args.output)
     print(text)
     print(f"\n(total {results['total_seconds']} s; results in {args.output})")
+    if args.output.resolve() == RESULTS and {"consumer", "dispatch"} <= selected:
+        from bench import readme
+
+        readme.main([])  # the README's table is generated from the committed results
+        print(f"(README benchmark table regenerated from {args.output})")
     return 0
 
 

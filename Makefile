@@ -44,8 +44,8 @@ test: lint policy ## The whole suite: lint, policy check, pytest
 demo: install ## The main job: deploy the dev stack onto an embedded AWS emulator and drive traffic (KEEP=1 keeps it running)
 	$(BIN)/python -m emulator.demo --stack dev $(if $(KEEP),--keep,)
 
-bench: install ## Benchmarks against the embedded emulator; writes bench/results.json
-	$(BIN)/python -m bench
+bench: install ## Benchmarks against the embedded emulator; writes bench/results.json (QUICK=1: small sizes)
+	$(BIN)/python -m bench $(if $(QUICK),--quick,)
 
 run-month: install ## Invoke the monthly dispatcher: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]
 	@test -n "$(MONTH)" || { echo "usage: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]"; exit 2; }

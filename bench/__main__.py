@@ -19,7 +19,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench import report
+from bench import model, report
+from bench.model import ModelInputs
 from bench.report import Target
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
@@ -58,17 +59,18 @@ FULL = Plan(
     policy_reps=1,
     import_reps=5,
 )
+# Small enough for the harness test to run it end to end (about a minute on a busy machine).
 QUICK = Plan(
-    consumer_messages=200,
-    consumer_reps=2,
+    consumer_messages=100,
+    consumer_reps=1,
     throttle_messages=10,
     throttle_reps=1,
-    dispatch_items=5_000,
-    dispatch_baseline_items=500,
+    dispatch_items=2_000,
+    dispatch_baseline_items=200,
     dispatch_reps=1,
-    policy_sizes=(10, 100),
+    policy_sizes=(10, 50),
     policy_reps=1,
-    import_reps=3,
+    import_reps=2,
 )
 
 
@@ -104,8 +106,12 @@ def machine() -> dict[str, Any]:
 # --- 1. consumer ---------------------------------------------------------------------------------
 
 
-def bench_consumer(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Target]]:
+def bench_consumer(
+    emulator: Any, plan: Plan, inputs: ModelInputs
+) -> tuple[dict[str, Any], list[Target]]:
     from bench.consumer import Scenario, run_scenario
+
+    function = model.consumer_function()
 
     scenarios = (
         Scenario("happy", plan.consumer_messages),
@@ -121,6 +127,9 @@ def bench_consumer(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Targ
             scenario, emulator, reps.get(scenario.name, plan.consumer_reps), progress=log
         )
         runs = {name: [r.as_dict() for r in rs] for name, rs in results.items()}
+        for name_runs in runs.values():
+            for run in name_runs:
+                run["model"] = report.model_consumer_run(run, inputs, function)
         summary = report.summarize_consumer(runs)
         out[scenario.name] = {
             "messages": scenario.messages,
@@ -137,8 +146,12 @@ def bench_consumer(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Targ
 # --- 2. dispatcher -------------------------------------------------------------------------------
 
 
-def bench_dispatch(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Target]]:
+def bench_dispatch(
+    emulator: Any, plan: Plan, inputs: ModelInputs
+) -> tuple[dict[str, Any], list[Target]]:
     from bench import dispatch
+
+    function = model.dispatcher_function()
 
     messages = dispatch.charge_messages(plan.dispatch_items)
     sample = messages[: plan.dispatch_baseline_items]
@@ -152,6 +165,13 @@ def bench_dispatch(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Targ
         else:
             # Further repetitions of ours on the same sample size as the baseline.
             ours_runs.append(dispatch.ours(emulator, sample).as_dict())
+    for run in baseline_runs + ours_runs:
+        run["model"] = report.model_dispatch_run(run, inputs, function)
+    baseline_model = _median_model(baseline_runs)
+    ours_model = _median_model(ours_runs)
+    modelled_speedup = report.ratio(
+        ours_model["modelled_items_per_second"], baseline_model["modelled_items_per_second"]
+    )
     baseline_rate = median(r["items_per_second"] for r in baseline_runs)
     ours_rate = median(r["items_per_second"] for r in ours_runs)
     speedup = report.ratio(ours_rate, baseline_rate)
@@ -166,6 +186,9 @@ def bench_dispatch(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Targ
         "baseline_items_per_second": round(baseline_rate, 1),
         "ours_items_per_second": round(ours_rate, 1),
         "speedup": speedup,
+        "baseline_model": baseline_model,
+        "ours_model": ours_model,
+        "modelled_speedup": modelled_speedup,
         "calls_ratio": report.ratio(
             median(r["calls_per_item"] for r in baseline_runs),
             median(r["calls_per_item"] for r in ours_runs),
@@ -174,10 +197,10 @@ def bench_dispatch(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Targ
     }
     targets = [
         Target(
-            "dispatch.speedup",
-            "dispatcher: items/s ours / per-item SendMessage",
-            speedup,
-            10.0,
+            "dispatch.modelled_speedup",
+            "dispatcher: modelled AWS items/s, ours / per-item SendMessage",
+            modelled_speedup,
+            report.DISPATCH_MODELLED_SPEEDUP_LIMIT,
             ">=",
             "x",
         ),
@@ -190,6 +213,17 @@ def bench_dispatch(emulator: Any, plan: Plan) -> tuple[dict[str, Any], list[Targ
         ),
     ]
     return out, targets
+
+
+def _median_model(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        field: round(median(float(r["model"][field]) for r in runs), 4)
+        for field in (
+            "modelled_items_per_second",
+            "lambda_cpu_seconds",
+            "round_trip_seconds",
+        )
+    }
 
 
 # --- 3. policy -----------------------------------------------------------------------------------
@@ -308,6 +342,8 @@ def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
                 rows,
             )
         )
+    if consumer:
+        parts.append(_render_model(results))
     d = results.get("dispatch")
     if d:
         sides = [
@@ -316,12 +352,16 @@ def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
                 d["baseline_items_per_second"],
                 d["baseline_runs"][0]["calls_per_item"],
                 None,
+                d["baseline_model"]["modelled_items_per_second"],
+                None,
             ),
             (
                 "ours (SendMessageBatch, parallel)",
                 d["ours_items_per_second"],
                 d["ours_runs"][0]["calls_per_item"],
                 d["speedup"],
+                d["ours_model"]["modelled_items_per_second"],
+                d["modelled_speedup"],
             ),
         ]
         projection_headers = (
@@ -357,7 +397,17 @@ def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
             f"2. dispatcher: ours on {d['items']:,} items, per-item SendMessage on a "
             f"{d['baseline_sample_items']:,}-item sample (rate extrapolated: "
             f"{d['baseline_extrapolated_seconds_for_all_items']:,} s for all items)\n"
-            + report.table(("side", "items/s", "calls/item", "speedup"), sides)
+            + report.table(
+                (
+                    "side",
+                    "items/s (moto)",
+                    "calls/item",
+                    "speedup (moto)",
+                    "modelled AWS items/s",
+                    "modelled speedup",
+                ),
+                sides,
+            )
             + "\n\n   projection: an invocation sends for up to 840 s (900 s Lambda limit - 60 s "
             "reserve), then hands its segments to continuation messages (68 bytes each)\n"
             + report.table(projection_headers, projection_rows)
@@ -393,9 +443,62 @@ def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
     return "\n\n".join(parts)
 
 
+def _render_model(results: dict[str, Any]) -> str:
+    from bench.consumer import LABELS
+
+    meta = results["model_inputs"]
+    fn = meta["consumer_function"]
+    lines = [
+        "1b. consumer on AWS, modelled (bench/model.py with "
+        f"{meta['path']}: p50 round trips per operation, Lambda {fn['memory_mb']} MB "
+        f"{fn['architecture']} = x{meta['consumer_cpu_scale']} the measured CPU time; "
+        f"{meta['region']} prices checked {meta['prices_checked']}), per 1,000 messages"
+    ]
+    for name, scenario in results["consumer"].items():
+        rows = []
+        for impl, s in scenario["summary"].items():
+            m = s.get("model")
+            if not m:
+                continue
+            per_k = 1000 / scenario["messages"]
+            rows.append(
+                (
+                    LABELS[impl],
+                    s["median_calls_per_message"],
+                    m["write_units_per_message"],
+                    m["read_units_per_message"],
+                    round(m["lambda_cpu_seconds"] * per_k, 3),
+                    round(m["round_trip_seconds"] * per_k, 3),
+                    m["modelled_seconds_per_1000_messages"],
+                    m.get("time_ratio_to_ours"),
+                    m["dollars_per_million_messages"],
+                    m.get("ours_dollars_ratio"),
+                )
+            )
+        lines.append(
+            f"{name}:\n"
+            + report.table(
+                (
+                    "implementation",
+                    "calls/msg",
+                    "WU/msg",
+                    "RU/msg",
+                    "Lambda CPU s",
+                    "round trips s",
+                    "modelled s",
+                    "time x ours",
+                    "$ / 1M msgs",
+                    "ours $ x",
+                ),
+                rows,
+            )
+        )
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (< 2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
     parser.add_argument(
         "--only",
         choices=("consumer", "dispatch", "policy", "coldstart"),
@@ -408,12 +511,54 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="do not replace moto's per-item table deep copy in TransactWriteItems",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="results JSON path")
+    parser.add_argument(
+        "--render-from",
+        type=Path,
+        help="measure nothing: re-print the table of a stored results JSON and store it back",
+    )
+    parser.add_argument(
+        "--model-inputs",
+        type=Path,
+        default=model.DEFAULT_INPUTS,
+        help="latency figures, prices and billing assumptions of the AWS model (TOML)",
+    )
     return parser.parse_args(argv)
+
+
+def _model_meta(path: Path, inputs: ModelInputs) -> dict[str, Any]:
+    consumer_fn, dispatcher_fn = model.consumer_function(), model.dispatcher_function()
+    try:
+        shown = str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return {
+        "path": shown,
+        "region": inputs.region,
+        "prices_checked": inputs.prices_checked,
+        "sources": dict(inputs.sources),
+        "consumer_function": consumer_fn.__dict__,
+        "consumer_cpu_scale": round(model.cpu_scale(inputs, consumer_fn.memory_mb), 2),
+        "dispatcher_function": dispatcher_fn.__dict__,
+        "dispatcher_cpu_scale": round(model.cpu_scale(inputs, dispatcher_fn.memory_mb), 2),
+    }
+
+
+def rerender(path: Path) -> int:
+    """Print a stored run's table again with the current rendering (same measurements)."""
+    results = json.loads(path.read_text())
+    targets = [Target.from_dict(t) for t in results["targets"]]
+    results["table"] = render(results, targets)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(results["table"])
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render_from:
+        return rerender(args.render_from)
     plan = QUICK if args.quick else FULL
+    inputs = model.load_inputs(args.model_inputs)  # before any work: a bad file fails at once
     selected = set(args.only or ("consumer", "dispatch", "policy", "coldstart"))
     started = time.perf_counter()
     results: dict[str, Any] = {
@@ -422,6 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine(),
         "plan": plan.__dict__,
         "emulator_fixes": {"fast_transaction_backup": not args.stock_moto, "sqs_sink": True},
+        "model_inputs": _model_meta(args.model_inputs, inputs),
     }
     targets: list[Target] = []
     if selected & {"consumer", "dispatch"}:
@@ -434,10 +580,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator = start_emulator()
         try:
             if "consumer" in selected:
-                results["consumer"], found = bench_consumer(emulator, plan)
+                results["consumer"], found = bench_consumer(emulator, plan, inputs)
                 targets += found
             if "dispatch" in selected:
-                results["dispatch"], found = bench_dispatch(emulator, plan)
+                results["dispatch"], found = bench_dispatch(emulator, plan, inputs)
                 targets += found
         finally:
             emulator.stop()
@@ -460,6 +606,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     tmp.replace(args.output)
     print(text)
     print(f"\n(total {results['total_seconds']} s; results in {args.output})")
+    if args.output.resolve() == RESULTS and {"consumer", "dispatch"} <= selected:
+        from bench import readme
+
+        readme.main([])  # the README's table is generated from the committed results
+        print(f"(README benchmark table regenerated from {args.output})")
     return 0
 
 

@@ -25,6 +25,7 @@ from bench.baseline_powertools import POWERTOOLS_KEY_ATTR, PowertoolsSettings
 from bench.baseline_powertools import build_handler as build_powertools
 from bench.baseline_seed000 import Seed000Settings
 from bench.baseline_seed000 import build_handler as build_seed000
+from bench.usage import aggregate
 from bench.workload import ACCOUNT, REGION, Handler, Message, deliver, order_messages
 
 IMPLEMENTATIONS = ("seed000", "powertools", "ours")
@@ -57,6 +58,7 @@ class RunResult:
     handler_exceptions: int
     correct: bool
     problems: list[str] = field(default_factory=list)
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)  # bench.usage.aggregate
 
     @property
     def total_calls(self) -> int:
@@ -78,6 +80,7 @@ class RunResult:
             "calls": self.total_calls,
             "calls_per_message": round(self.calls_per_message, 4),
             "calls_by_operation": dict(sorted(self.calls.items())),
+            "usage_by_operation": self.usage,
             "http_attempts": self.attempts,
             "throttles_injected": self.throttles_injected,
             "invocations": self.invocations,
@@ -257,6 +260,7 @@ def run_once(
         handler_exceptions=stats.handler_exceptions,
         correct=not problems,
         problems=problems,
+        usage=aggregate(recorder.usage),
     )
 
 

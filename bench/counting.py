@@ -7,7 +7,9 @@ Counting uses botocore's own event hooks on EVERY client: once `install()` has r
 - ``before-parameter-build``  keeps the API parameters for ``after-call``,
 - ``before-call``  one per API operation the caller asked for (what an implementation "costs"),
 - ``before-send``  one per HTTP attempt, so botocore's own retries show up as extra attempts,
-- ``after-call``   the parsed result, used to learn which notifications SNS really accepted.
+- ``after-call``   the parsed result, used to learn which notifications SNS really accepted,
+  and to describe the call in billing units (`bench.usage.describe`: items, transactional,
+  DynamoDB write/read units, SNS/SQS billed requests) from the request as it went on the wire.
 
 The hooks report into whichever `Recorder` is active, so a cached client created in an earlier
 repetition is still counted by the current one. As a cross-check that no client escaped the
@@ -21,6 +23,7 @@ what a real throttle looks like and retries it with its configured mode, attempt
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import weakref
@@ -33,6 +36,8 @@ from typing import Any
 import botocore.httpsession
 import botocore.session
 from botocore.awsrequest import AWSResponse
+
+from bench.usage import CallUsage, describe
 
 _LOCK = threading.Lock()
 _ACTIVE: Recorder | None = None
@@ -122,6 +127,22 @@ class Recorder:
     attempts: Counter[str] = field(default_factory=Counter)  # HTTP attempts incl. retries
     wire_requests: int = 0  # attempts that reached the HTTP transport
     notifications: list[str] = field(default_factory=list)  # messages SNS accepted
+    # One entry per call: (service, operation, request, parsed response, error code). Described
+    # in billing units only when asked (`usage`), so that work does not run in the caller's
+    # thread and is not counted as the function's CPU time.
+    raw_calls: list[tuple[str, str, Any, Any, str | None]] = field(default_factory=list)
+
+    @property
+    def usage(self) -> list[CallUsage]:
+        """Every call in billing units (bench.usage.describe)."""
+        described = []
+        for service, operation, request, parsed, error_code in self.raw_calls:
+            if isinstance(request, bytes | str):
+                request = json.loads(request)
+            if isinstance(parsed, bytes | str):
+                parsed = json.loads(parsed) if parsed else {}
+            described.append(describe(service, operation, request, parsed, error_code))
+        return described
 
     @property
     def total_calls(self) -> int:
@@ -155,11 +176,17 @@ def _on_before_parameter_build(params: Any, context: Any, **_: Any) -> None:
         context["bench_params"] = params  # the API params; after-call only gets the context
 
 
-def _on_before_call(model: Any, **_: Any) -> None:
+def _on_before_call(model: Any, params: Any = None, context: Any = None, **_: Any) -> None:
     recorder = _ACTIVE
     if recorder is not None:
         with _LOCK:
             recorder.calls[_key(model)] += 1
+        if context is not None and isinstance(params, dict):
+            # JSON-protocol services (DynamoDB, SQS): the serialized body is the request in wire
+            # format, whatever layer (client, resource, Powertools) built it.
+            body = params.get("body")
+            if model.service_model.protocol == "json" and body:
+                context["bench_wire_request"] = body
 
 
 def _on_before_send(request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
@@ -176,15 +203,26 @@ def _on_before_send(request: Any, event_name: str = "", **_: Any) -> AWSResponse
     return None
 
 
-def _on_after_call(model: Any, parsed: Any, context: Any, **_: Any) -> None:
+def _on_after_call(
+    model: Any, parsed: Any, context: Any, http_response: Any = None, **_: Any
+) -> None:
     recorder = _ACTIVE
-    if recorder is None or model.service_model.service_id.hyphenize() != "sns":
+    if recorder is None:
         return
+    service = model.service_model.service_id.hyphenize()
     params = context.get("bench_params") or {}
+    failed = http_response is not None and http_response.status_code >= 300
+    error_code = (parsed.get("Error") or {}).get("Code") or "Unknown" if failed else None
+    request = context.get("bench_wire_request", params)
+    response: Any = None
+    if not failed:
+        # The raw JSON body: a boto3 resource deserializes `parsed` in place after this hook.
+        json_body = model.service_model.protocol == "json" and http_response is not None
+        response = http_response.content if json_body else parsed
     sent: list[str] = []
-    if model.name == "Publish" and "MessageId" in parsed:
+    if service == "sns" and model.name == "Publish" and "MessageId" in parsed:
         sent.append(str(params.get("Message", "")))
-    elif model.name == "PublishBatch":
+    elif service == "sns" and model.name == "PublishBatch":
         ok = {entry["Id"] for entry in parsed.get("Successful", [])}
         sent.extend(
             str(entry.get("Message", ""))
@@ -192,6 +230,7 @@ def _on_after_call(model: Any, parsed: Any, context: Any, **_: Any) -> None:
             if entry.get("Id") in ok
         )
     with _LOCK:
+        recorder.raw_calls.append((service, model.name, request, response, error_code))
         recorder.notifications.extend(sent)
 
 

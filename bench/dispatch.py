@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -36,6 +36,7 @@ from botocore.config import Config
 from moto.sqs import models as sqs_models
 
 from bench import counting
+from bench.usage import aggregate
 from handlers.dispatch import env as dispatch_env
 from handlers.dispatch.keys import BillableItem, ChargeMessage, charge_message
 from handlers.dispatch.sender import WorkQueueSender
@@ -92,6 +93,28 @@ class QueueSink:
             sqs_models.Queue.add_message = original  # type: ignore[method-assign]
 
 
+class CpuTimedExecutor(ThreadPoolExecutor):
+    """A thread pool that adds up the CPU time its tasks spend in their own threads (the
+    emulator's threads share the process, so process time would count its work too)."""
+
+    def __init__(self, max_workers: int) -> None:
+        super().__init__(max_workers)
+        self.cpu_seconds = 0.0
+        self._cpu_lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        def timed() -> Any:
+            started = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - started
+                with self._cpu_lock:
+                    self.cpu_seconds += spent
+
+        return super().submit(timed)
+
+
 @dataclass
 class SendResult:
     side: str
@@ -99,6 +122,9 @@ class SendResult:
     seconds: float
     calls: int
     accepted: int
+    cpu_seconds: float = 0.0  # the sender's own threads, not the emulator's
+    concurrency: int = 1
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def items_per_second(self) -> float:
@@ -113,6 +139,9 @@ class SendResult:
             "calls": self.calls,
             "calls_per_item": round(self.calls / self.items, 4),
             "accepted_by_queue": self.accepted,
+            "client_cpu_seconds": round(self.cpu_seconds, 4),
+            "concurrency": self.concurrency,
+            "usage_by_operation": self.usage,
         }
 
 
@@ -122,16 +151,32 @@ def _queue(emulator: Any) -> str:
     return url
 
 
-def _timed(side: str, messages: list[ChargeMessage], send: Callable[[], None]) -> SendResult:
+def _timed(
+    side: str,
+    messages: list[ChargeMessage],
+    send: Callable[[], float],
+    concurrency: int = 1,
+) -> SendResult:
+    """Run `send` (which returns the CPU seconds its helper threads spent) under the counter."""
     sink = QueueSink(QUEUE_NAME)
     with sink.installed(), counting.recording() as recorder:
-        started = time.perf_counter()
-        send()
+        started, cpu_started = time.perf_counter(), time.thread_time()
+        helper_cpu = send()
         seconds = time.perf_counter() - started
+        cpu = time.thread_time() - cpu_started + helper_cpu
     recorder.check_complete()
     if sink.accepted != len(messages):
         raise RuntimeError(f"{side}: the queue accepted {sink.accepted} of {len(messages)} items")
-    return SendResult(side, len(messages), seconds, recorder.total_calls, sink.accepted)
+    return SendResult(
+        side,
+        len(messages),
+        seconds,
+        recorder.total_calls,
+        sink.accepted,
+        cpu,
+        concurrency,
+        aggregate(recorder.usage),
+    )
 
 
 def per_item(emulator: Any, messages: list[ChargeMessage]) -> SendResult:
@@ -140,7 +185,7 @@ def per_item(emulator: Any, messages: list[ChargeMessage]) -> SendResult:
     url = _queue(emulator)
     client = boto3.client("sqs")
 
-    def send() -> None:
+    def send() -> float:
         for m in messages:
             client.send_message(
                 QueueUrl=url,
@@ -148,6 +193,7 @@ def per_item(emulator: Any, messages: list[ChargeMessage]) -> SendResult:
                 MessageGroupId=m.group_id,
                 MessageDeduplicationId=m.deduplication_id,
             )
+        return 0.0
 
     return _timed("per-item SendMessage", messages, send)
 
@@ -164,13 +210,14 @@ def ours(emulator: Any, messages: list[ChargeMessage]) -> SendResult:
     )
     page = dispatch_env.DEFAULT_SCAN_PAGE_SIZE
 
-    def send() -> None:
-        with ThreadPoolExecutor(concurrency) as executor:
+    def send() -> float:
+        with CpuTimedExecutor(concurrency) as executor:
             sender = WorkQueueSender(client, url, executor, dispatch_env.DEFAULT_MAX_SEND_ATTEMPTS)
             for start in range(0, len(messages), page):
                 sender.send(messages[start : start + page])
+        return executor.cpu_seconds
 
-    return _timed("ours (SendMessageBatch)", messages, send)
+    return _timed("ours (SendMessageBatch)", messages, send, concurrency)
 
 
 def projection(ours_items_per_second: float) -> list[dict[str, Any]]:

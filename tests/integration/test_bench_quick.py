@@ -1,0 +1,70 @@
+"""``python -m bench --quick`` end to end: every benchmark runs, every issue-15 target is
+printed with its measured value and PASS or MISS, and the models read the recorded calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELLED_TARGETS = (
+    "consumer.happy.calls_per_message",
+    "consumer.duplicates.calls_per_message",
+    "consumer.duplicates.modelled_speedup_vs_seed000",
+    "consumer.duplicates.modelled_speedup_vs_powertools",
+    "consumer.happy.write_units_per_message",
+    "consumer.happy.cost_ratio_vs_seed000",
+    "consumer.happy.cost_ratio_vs_powertools",
+    "consumer.duplicates.cost_ratio_vs_seed000",
+    "consumer.duplicates.cost_ratio_vs_powertools",
+    "dispatch.modelled_speedup",
+)
+
+
+def test_quick_run_prints_every_target_with_its_measured_value(
+    tmp_path: Path, aws_env: dict[str, str]
+) -> None:
+    output = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--output", str(output)],
+        cwd=ROOT,
+        env={**os.environ, **aws_env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(output.read_text())
+    targets = {t["key"]: t for t in results["targets"]}
+    for key in MODELLED_TARGETS:
+        assert key in targets, key
+        t = targets[key]
+        assert t["status"] in ("PASS", "MISS") and t["measured"] is not None
+        # The printed line carries the same status, description and measured value.
+        line = next(line for line in done.stdout.splitlines() if t["description"] in line)
+        assert re.match(rf"{t['status']}\s", line), line
+    # Every missed target is explained from the measurements.
+    misses = [t for t in results["targets"] if t["status"] == "MISS"]
+    notes = done.stdout.split("why the misses", 1)[-1]
+    for t in misses:
+        assert t["description"] in notes, t["description"]
+    # The models ran on every consumer run, from the recorded usage; the runs were correct.
+    for scenario in ("happy", "duplicates"):
+        for impl, runs in results["consumer"][scenario]["runs"].items():
+            for run in runs:
+                assert run["correct"], (scenario, impl, run["problems"])
+                assert run["usage_by_operation"], (scenario, impl)
+                calls = sum(op["calls"] for op in run["usage_by_operation"].values())
+                assert calls == run["calls"], (scenario, impl)
+                assert run["model"]["modelled_seconds"] > 0
+    assert results["dispatch"]["ours_model"]["modelled_items_per_second"] > 0
+    assert results["model_inputs"]["region"] == "us-east-1"

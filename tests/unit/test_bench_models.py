@@ -1,0 +1,378 @@
+"""The AWS cost and latency models: billing units, round trips, CPU scaling, $ per message.
+
+Every expected number is derived by hand here from the AWS rule or the input figure it
+rests on, never copied from the models' output.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tomllib
+from typing import Any
+
+import pytest
+
+from bench import model
+from bench.model import FunctionConfig, parse_inputs
+from bench.report import Target, consumer_targets, model_consumer_run
+from bench.usage import (
+    REQUEST_CHUNK_BYTES,
+    aggregate,
+    describe,
+    item_size,
+    read_units,
+    write_units,
+)
+
+pytestmark = pytest.mark.unit
+
+# Figures chosen to make the hand arithmetic obvious; the shipped file is checked separately.
+INPUTS: dict[str, Any] = {
+    "meta": {"region": "us-east-1", "prices_checked": "2026-11-30"},
+    "latency": {
+        "dynamodb": {
+            "source": "test",
+            "TransactWriteItems": {"base_ms": 10.0, "per_item_ms": 0.5},
+            "UpdateItem": {"base_ms": 5.0, "per_item_ms": 0.0},
+            "GetItem": {"base_ms": 4.0, "per_item_ms": 0.0},
+        },
+        "sns": {
+            "source": "test",
+            "PublishBatch": {"base_ms": 20.0, "per_item_ms": 1.0},
+            "Publish": {"base_ms": 15.0, "per_item_ms": 0.0},
+        },
+        "sqs": {"source": "test", "SendMessageBatch": {"base_ms": 10.0, "per_item_ms": 0.4}},
+    },
+    "lambda_cpu": {"full_vcpu_memory_mb": 1769, "scale_with_memory": True, "source": "test"},
+    "billing": {"cancelled_transactions_billed": True, "poller_requests_per_invocation": 2},
+    "prices": {
+        "dynamodb": {"write_request_unit": 1.0e-6, "read_request_unit": 0.25e-6, "source": "t"},
+        "sns": {"publish_request": 0.5e-6, "source": "t"},
+        "sqs": {"standard_request": 0.4e-6, "fifo_request": 0.5e-6, "source": "t"},
+        "lambda": {
+            "request": 0.2e-6,
+            "gb_second_arm64": 0.00001,
+            "gb_second_x86_64": 0.00002,
+            "source": "t",
+        },
+    },
+}
+
+
+def inputs(**changes: Any) -> model.ModelInputs:
+    data = copy.deepcopy(INPUTS)
+    for path, value in changes.items():
+        node = data
+        *parents, leaf = path.split("__")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    return parse_inputs(data)
+
+
+# --- billing units (bench/usage.py) -------------------------------------------------------------
+
+
+def test_item_size_counts_attribute_names_and_values() -> None:
+    # "event_id" (8) + "evt-1" (5) + "status" (6) + "pending" (7) = 26 bytes.
+    assert item_size({"event_id": {"S": "evt-1"}, "status": {"S": "pending"}}) == 26
+    # Numbers: about one byte per two significant digits, plus one: "12345" -> 3 + 1.
+    assert item_size({"amount": {"N": "12345"}}) == len("amount") + 4
+    # A map: 3 bytes + per element 1 byte + key + value.  {"a": "xy"} -> 3 + 1 + 1 + 2.
+    assert item_size({"m": {"M": {"a": {"S": "xy"}}}}) == 1 + 7
+
+
+def test_write_and_read_units_round_up_per_item() -> None:
+    # 1 WRU per started KB, at least 1.
+    assert write_units(10) == 1 and write_units(1024) == 1 and write_units(1025) == 2
+    # 1 RRU per started 4 KB strongly consistent, half of that eventually consistent.
+    assert read_units(4096, consistent=True) == 1
+    assert read_units(4097, consistent=True) == 2
+    assert read_units(4097, consistent=False) == 1
+    assert read_units(0, consistent=False) == 0.5  # a missing item still costs the minimum
+
+
+def _put(table: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {"Put": {"TableName": table, "Item": item}}
+
+
+def test_a_transaction_costs_two_units_per_item_and_a_cancelled_one_is_flagged() -> None:
+    small = {"k": {"S": "a"}}
+    big = {"k": {"S": "b"}, "blob": {"S": "x" * 1500}}  # 1 + 1 + 4 + 1500 bytes: 2 KB started
+    request = {"TransactItems": [_put("t", small), _put("t", big)]}
+    done = describe("dynamodb", "TransactWriteItems", request, {}, None)
+    assert (done.items, done.transactional, done.write_units) == (2, True, 2 * 1 + 2 * 2)
+    cancelled = describe(
+        "dynamodb", "TransactWriteItems", request, None, "TransactionCanceledException"
+    )
+    assert cancelled.failed and cancelled.cancelled_transaction and cancelled.write_units == 6
+    usage = aggregate([done, cancelled])["dynamodb.TransactWriteItems"]
+    assert usage["calls"] == 2 and usage["items"] == 4 and usage["failed_calls"] == 1
+    assert usage["write_units"] == 12 and usage["cancelled_transaction_write_units"] == 6
+    # The billing flag decides whether the cancelled units are paid.
+    assert model.write_units(aggregate([done, cancelled]), inputs()) == 12
+    off = inputs(billing__cancelled_transactions_billed=False)
+    assert model.write_units(aggregate([done, cancelled]), off) == 6
+
+
+def test_failed_conditions_are_billed_and_throttled_requests_are_not() -> None:
+    put = {"TableName": "t", "Item": {"k": {"S": "a"}}}
+    # A failed conditional write still consumes write units (DynamoDB developer guide).
+    failed = describe("dynamodb", "PutItem", put, None, "ConditionalCheckFailedException")
+    assert failed.failed and failed.write_units == 1
+    throttled = describe("dynamodb", "PutItem", put, None, "ThrottlingException")
+    assert throttled.write_units == 0 and throttled.failed
+
+
+def test_updates_count_key_plus_values_and_partiql_batches_count_per_statement() -> None:
+    update = {
+        "Key": {"k": {"S": "a"}},
+        "UpdateExpression": "SET #s = :s",
+        "ExpressionAttributeValues": {":s": {"S": "sent"}},
+    }
+    assert describe("dynamodb", "UpdateItem", update, {}, None).write_units == 1
+    # A non-transactional PartiQL batch of 10 UPDATEs: 1 unit per statement, not 2.
+    statements = {
+        "Statements": [
+            {"Statement": 'UPDATE "t" SET status = ? WHERE k = ?', "Parameters": [{"S": "x"}]}
+        ]
+        * 10
+    }
+    batch = describe("dynamodb", "BatchExecuteStatement", statements, {}, None)
+    assert (batch.items, batch.transactional, batch.write_units) == (10, False, 10)
+
+
+def test_partiql_selects_are_read_units_of_the_returned_item() -> None:
+    select = {"Statement": 'SELECT * FROM "t" WHERE k = ?', "Parameters": [{"S": "a"}]}
+    request = {"Statements": [select | {"ConsistentRead": True}, select]}
+    big = {"k": {"S": "a"}, "blob": {"S": "x" * 5000}}  # 1 + 1 + 4 + 5000 bytes: 2 x 4 KB
+    response = {"Responses": [{"Item": big}, {}]}
+    got = describe("dynamodb", "BatchExecuteStatement", request, response, None)
+    # Strongly consistent 5 KB item: 2 units; missing item, eventually consistent: 0.5.
+    assert (got.read_units, got.write_units) == (2.5, 0.0)
+
+
+def test_batch_get_charges_returned_and_missing_items() -> None:
+    request = {"RequestItems": {"t": {"Keys": [{"k": {"S": "a"}}, {"k": {"S": "b"}}]}}}
+    response = {"Responses": {"t": [{"k": {"S": "a"}}]}}
+    # Eventually consistent by default: 0.5 for the item found + 0.5 minimum for the missing.
+    got = describe("dynamodb", "BatchGetItem", request, response, None)
+    assert (got.items, got.read_units) == (2, 1.0)
+
+
+def test_an_operation_without_a_billing_rule_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"dynamodb\.RestoreTableFromBackup"):
+        describe("dynamodb", "RestoreTableFromBackup", {}, {}, None)
+
+
+def test_sns_and_sqs_bill_64_kb_chunks() -> None:
+    large = "x" * (REQUEST_CHUNK_BYTES + 1)  # one byte over 64 KB: 2 requests
+    assert describe("sns", "Publish", {"Message": large}, {}, None).billed_requests == 2
+    # PublishBatch is billed per message: 3 small entries -> 3 requests.
+    entries = [{"Id": str(i), "Message": "m"} for i in range(3)]
+    batch = {"PublishBatchRequestEntries": entries}
+    assert describe("sns", "PublishBatch", batch, {}, None).billed_requests == 3
+    # SendMessageBatch: the batch's whole payload in 64 KB chunks: 10 x 10,000 B -> 2.
+    sqs_entries = [{"Id": str(i), "MessageBody": "y" * 10_000} for i in range(10)]
+    sent = describe("sqs", "SendMessageBatch", {"Entries": sqs_entries}, {}, None)
+    assert (sent.items, sent.billed_requests) == (10, math.ceil(100_000 / 65_536))
+
+
+# --- latency and cost (bench/model.py) ----------------------------------------------------------
+
+
+def _usage(**ops: tuple[int, int]) -> dict[str, dict[str, Any]]:
+    return {key.replace("__", "."): {"calls": c, "items": i} for key, (c, i) in ops.items()}
+
+
+def test_round_trips_grow_with_items_for_batches_and_transactions() -> None:
+    usage = _usage(dynamodb__TransactWriteItems=(2, 40), sns__PublishBatch=(1, 10))
+    # 2 x 10 ms + (40 - 2) x 0.5 ms + 20 ms + (10 - 1) x 1 ms = 20 + 19 + 20 + 9 = 68 ms.
+    assert model.round_trip_seconds(usage, inputs()) == pytest.approx(0.068)
+
+
+def test_an_operation_without_a_latency_figure_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"dynamodb\.PutItem: no latency figure"):
+        model.round_trip_seconds(_usage(dynamodb__PutItem=(1, 1)), inputs())
+
+
+def test_cpu_scales_with_the_memory_share_of_a_vcpu() -> None:
+    # 1,769 MB is one vCPU: at 256 MB CPU work takes 1769 / 256 times as long.
+    assert model.cpu_scale(inputs(), 256) == pytest.approx(1769 / 256)
+    assert model.cpu_scale(inputs(), 3538) == 1.0  # never faster than one core
+    assert model.cpu_scale(inputs(lambda_cpu__scale_with_memory=False), 256) == 1.0
+
+
+def test_parallel_senders_overlap_their_waits_not_their_cpu() -> None:
+    usage = _usage(sqs__SendMessageBatch=(16, 160))
+    # round trips: 16 x 10 + 144 x 0.4 = 217.6 ms; / 16 senders = 13.6 ms.
+    # CPU 0.1 s at 1769 MB (scale 1) -> 0.1 + 0.0136.
+    assert model.modelled_seconds(0.1, usage, inputs(), 1769, concurrency=16) == pytest.approx(
+        0.1136
+    )
+    with pytest.raises(ValueError, match="concurrency"):
+        model.modelled_seconds(0.1, usage, inputs(), 1769, concurrency=0)
+
+
+def test_the_cost_adds_dynamodb_sns_sqs_and_lambda_per_million_messages() -> None:
+    usage = {
+        "dynamodb.TransactWriteItems": {"calls": 1, "items": 20, "write_units": 40.0},
+        "dynamodb.GetItem": {"calls": 1, "items": 1, "read_units": 0.5},
+        "sns.PublishBatch": {"calls": 1, "items": 10, "billed_requests": 10},
+    }
+    cost = model.consumer_cost(
+        usage,
+        messages=10,
+        invocations=1,
+        duration_seconds=2.0,
+        function=FunctionConfig(512, "arm64"),
+        inputs=inputs(),
+    )
+    expected = {
+        "dynamodb_write": 40 * 1.0e-6,
+        "dynamodb_read": 0.5 * 0.25e-6,
+        "sns": 10 * 0.5e-6,
+        "sqs": 2 * 0.4e-6,  # the poller's receive + delete for the one invocation
+        "lambda_requests": 1 * 0.2e-6,
+        "lambda_duration": 2.0 * 0.5 * 0.00001,  # 2 s x 0.5 GB x $ per GB-s
+    }
+    assert cost["dollars"] == pytest.approx(expected)
+    assert cost["dollars_per_million_messages"] == pytest.approx(
+        sum(expected.values()) / 10 * 1e6, abs=1e-4
+    )
+    assert cost["sqs_requests"] == 2
+
+
+def test_a_bad_model_input_is_refused_with_the_key_named() -> None:
+    bad = copy.deepcopy(INPUTS)
+    bad["latency"]["dynamodb"]["GetItem"]["base_ms"] = -1
+    with pytest.raises(ValueError, match=r"latency\.dynamodb\.GetItem\.base_ms"):
+        parse_inputs(bad)
+    unsourced = copy.deepcopy(INPUTS)
+    del unsourced["prices"]["sns"]["source"]
+    with pytest.raises(ValueError, match=r"prices\.sns\.source"):
+        parse_inputs(unsourced)
+    undated = copy.deepcopy(INPUTS)
+    undated["meta"]["prices_checked"] = ""
+    with pytest.raises(ValueError, match=r"meta\.prices_checked"):
+        parse_inputs(undated)
+
+
+def test_the_shipped_inputs_load_with_a_source_for_every_figure() -> None:
+    shipped = model.load_inputs()
+    assert shipped.region == "us-east-1"
+    raw = tomllib.loads(model.DEFAULT_INPUTS.read_text())
+    for service, ops in raw["latency"].items():
+        assert ops["source"].strip(), service
+    # Every operation the three implementations and the dispatcher call has a figure.
+    for key in (
+        "dynamodb.TransactWriteItems",
+        "dynamodb.PutItem",
+        "dynamodb.UpdateItem",
+        "dynamodb.GetItem",
+        "dynamodb.BatchGetItem",
+        "dynamodb.BatchExecuteStatement",
+        "sns.Publish",
+        "sns.PublishBatch",
+        "sqs.SendMessage",
+        "sqs.SendMessageBatch",
+    ):
+        assert key in shipped.latency, key
+
+
+def test_the_function_memory_is_the_component_default() -> None:
+    from components.consumer_args import IdempotentQueueConsumerArgs
+    from components.monthly_fanout import MonthlyFanoutArgs
+
+    args = IdempotentQueueConsumerArgs(handler="handlers.orders.handler")
+    assert model.consumer_function() == FunctionConfig(args.memory_size_mb, args.architecture)
+    fanout = MonthlyFanoutArgs.__dataclass_fields__
+    assert model.dispatcher_function().memory_mb == fanout["dispatcher_memory_size_mb"].default
+
+
+# --- targets from the model -----------------------------------------------------------------
+
+
+def _modelled_run(cpu_s: float, usage: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    run = {
+        "messages": 10,
+        "invocations": 1,
+        "client_cpu_seconds": cpu_s,
+        "usage_by_operation": usage,
+    }
+    run["model"] = model_consumer_run(run, inputs(), FunctionConfig(1769, "arm64"))
+    return run
+
+
+def test_targets_read_the_modelled_values_and_report_misses() -> None:
+    ours = _modelled_run(
+        0.01,
+        {
+            "dynamodb.TransactWriteItems": {"calls": 1, "items": 20, "write_units": 40.0},
+            "sns.PublishBatch": {"calls": 1, "items": 10, "billed_requests": 10},
+        },
+    )
+    seed = _modelled_run(
+        0.05,
+        {
+            "dynamodb.TransactWriteItems": {"calls": 10, "items": 20, "write_units": 40.0},
+            "dynamodb.UpdateItem": {"calls": 10, "items": 10, "write_units": 10.0},
+            "sns.Publish": {"calls": 10, "items": 10, "billed_requests": 10},
+        },
+    )
+    # Hand-derived: ours 10 ms CPU + (10 + 19 x 0.5) + (20 + 9) = 48.5 ms of round trips.
+    assert ours["model"]["modelled_seconds"] == pytest.approx(0.0585)
+    # seed: 50 ms CPU + 10 x 10 + 10 x 0.5 (10 extra items) + 10 x 5 + 10 x 15 = 355 ms.
+    assert seed["model"]["modelled_seconds"] == pytest.approx(0.355)
+    assert ours["model"]["write_units_per_message"] == 4.0
+
+    from bench.report import summarize_consumer
+
+    common = {"seconds": 1, "calls_per_message": 0.3, "calls": 3, "http_attempts": 3}
+    common |= {"throttles_injected": 0, "correct": True, "problems": []}
+    summary = summarize_consumer({"seed000": [seed | common], "ours": [ours | common]})
+    targets = {t.key: t for t in consumer_targets("duplicates", summary)}
+    speedup = targets["consumer.duplicates.modelled_speedup_vs_seed000"]
+    assert speedup.measured == pytest.approx(0.355 / 0.0585, abs=1e-3)
+    assert speedup.status == "PASS"
+    happy = {t.key: t for t in consumer_targets("happy", summary)}
+    assert happy["consumer.happy.write_units_per_message"].status == "MISS"  # 4 > 3
+    assert happy["consumer.happy.write_units_per_message"].measured == 4.0
+
+
+def test_a_strict_target_fails_on_equality() -> None:
+    assert Target("k", "d", 1.0, 1.0, "<").status == "MISS"
+    assert Target("k", "d", 0.99, 1.0, "<").status == "PASS"
+
+
+def test_a_write_unit_miss_is_explained_from_the_recorded_calls() -> None:
+    from bench.report import miss_notes
+
+    run = {
+        "messages": 10,
+        "usage_by_operation": {
+            "dynamodb.TransactWriteItems": {"calls": 2, "items": 30, "write_units": 60.0},
+            "dynamodb.BatchExecuteStatement": {"calls": 1, "items": 10, "write_units": 10.0},
+        },
+    }
+    results = {"consumer": {"happy": {"runs": {"ours": [run]}}}}
+    miss = Target("consumer.happy.write_units_per_message", "WU/msg", 7.0, 3.0, "<=")
+    (note,) = miss_notes(results, [miss])
+    # 60 WU over 10 messages from 2 transactions of 15 items; 10 WU from one PartiQL batch.
+    assert "dynamodb.TransactWriteItems 6.00 WU/msg (2 calls of 15.0 items, transactional" in note
+    assert "dynamodb.BatchExecuteStatement 1.00 WU/msg (1 calls of 10.0 items)" in note
+    assert "6.00 WU/msg of it are transactional" in note
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        Target("a", "calls", 0.3, 0.3, "<="),
+        Target("b", "ratio", 4.04, 5.0, ">=", "x"),
+        Target("c", "cost", 1.57, 1.0, "<", "x"),
+        Target("d", "bundle", 53.4, 200.0, "<=", " KB"),
+    ],
+)
+def test_a_stored_target_reads_back_as_the_same_target(target: Target) -> None:
+    assert Target.from_dict(target.as_dict()) == target

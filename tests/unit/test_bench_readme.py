@@ -1,0 +1,56 @@
+"""The README's benchmark block is generated from bench/results.json and cannot drift."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import readme
+
+pytestmark = pytest.mark.unit
+
+
+def _results() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(readme.RESULTS.read_text())
+    return data
+
+
+def test_the_readme_block_is_what_the_committed_results_render() -> None:
+    assert readme.current_block(readme.README.read_text()) == readme.render(_results())
+
+
+def test_the_block_shows_calls_write_units_modelled_time_and_cost_side_by_side() -> None:
+    results = _results()
+    block = readme.render(results)
+    ours = results["consumer"]["happy"]["summary"]["ours"]
+    row = next(
+        line for line in block.splitlines() if line.startswith("| happy") and "(c) ours" in line
+    )
+    assert f"**{ours['median_calls_per_message']:.3f}**" in row
+    assert f"**{ours['model']['write_units_per_message']:.2f}**" in row
+    assert f"{ours['model']['modelled_seconds_per_1000_messages']:.2f} s" in row
+    assert f"${ours['model']['dollars_per_million_messages']:.2f}" in row
+    for target in results["targets"]:
+        assert target["description"] in block
+
+
+def test_the_check_fails_when_the_results_change(tmp_path: Path) -> None:
+    results = _results()
+    readme_file = tmp_path / "README.md"
+    results_file = tmp_path / "results.json"
+    readme_file.write_text("intro\n" + readme.render(results) + "\noutro\n")
+    results_file.write_text(json.dumps(results))
+    args = ["--readme", str(readme_file), "--results", str(results_file)]
+    assert readme.main([*args, "--check"]) == 0
+    changed = copy.deepcopy(results)
+    changed["consumer"]["happy"]["summary"]["ours"]["model"]["write_units_per_message"] += 1
+    results_file.write_text(json.dumps(changed))
+    assert readme.main([*args, "--check"]) == 1
+    assert readme.main(args) == 0  # regenerate
+    assert readme.main([*args, "--check"]) == 0
+    text = readme_file.read_text()
+    assert text.startswith("intro\n") and text.endswith("\noutro\n")

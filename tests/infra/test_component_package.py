@@ -39,8 +39,9 @@ from components import (
 from components.function_args import FunctionArgs
 from components.provider import PACKAGE_NAME, IdempotentMessagingProvider
 from components.stage_config import camel
+from policy.offline.recorder import RecordingMonitor
 
-from .conftest import PulumiHarness, RecordingMonitor, Run
+from .conftest import PulumiHarness, Run
 
 pytestmark = pytest.mark.infra
 
@@ -312,8 +313,8 @@ def test_an_output_of_another_resource_is_refused_where_a_plain_value_decides_re
 
 
 class AliasRecordingMonitor(RecordingMonitor):
-    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
-        super().__init__(mocks)
+    def __init__(self, mocks: pulumi.runtime.Mocks, *, preview: bool = False) -> None:
+        super().__init__(mocks, preview=preview)
         self.alias_types: dict[tuple[str, str], list[str]] = {}
 
     def RegisterResource(self, request: Any) -> Any:
@@ -340,11 +341,11 @@ def test_the_former_components_type_token_is_an_alias(
     # child's former URN from its parent's aliases.
     monitors: list[AliasRecordingMonitor] = []
 
-    def recording(mocks: pulumi.runtime.Mocks) -> AliasRecordingMonitor:
-        monitors.append(AliasRecordingMonitor(mocks))
+    def recording(mocks: pulumi.runtime.Mocks, *, preview: bool = False) -> AliasRecordingMonitor:
+        monitors.append(AliasRecordingMonitor(mocks, preview=preview))
         return monitors[-1]
 
-    monkeypatch.setattr("tests.infra.conftest.RecordingMonitor", recording)
+    monkeypatch.setattr("policy.offline.runner.RecordingMonitor", recording)
     pulumi_harness.run(lambda: component("x", args))
     name = token.rsplit(":", 1)[1]
     assert monitors[0].alias_types[(token, "x")] == [f"{PACKAGE_NAME}:components:{name}"]

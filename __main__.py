@@ -13,7 +13,7 @@ from typing import Any
 
 import pulumi
 
-from components import (
+from idempotent_messaging.components import (
     CONSUMER_OUTPUTS,
     FANOUT_OUTPUTS,
     BusinessTableArgs,
@@ -23,7 +23,7 @@ from components import (
     MonthlyFanoutArgs,
     alarms,
 )
-from components.stage_config import (
+from idempotent_messaging.components.stage_config import (
     CONSUMERS_KEY,
     FANOUTS_KEY,
     StageConfig,

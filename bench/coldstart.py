@@ -23,7 +23,7 @@ from statistics import median
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-HANDLER_MODULES = ("handlers.orders", "handlers.charges", "handlers.dispatch.app")
+HANDLER_MODULES = ("handlers.orders", "handlers.charges", "idempotent_messaging.dispatch.app")
 BUNDLE_TARGET_BYTES = 200 * 1024
 
 _TIMER = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
@@ -98,7 +98,7 @@ def measure_imports(repetitions: int) -> dict[str, Any]:
 
 def bundle_size() -> dict[str, Any]:
     """Zipped and raw size of the handler archive the component ships."""
-    from components.bundle import handler_files
+    from idempotent_messaging.components.bundle import handler_files
 
     files = handler_files(PROJECT_ROOT)
     buffer = io.BytesIO()

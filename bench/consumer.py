@@ -134,7 +134,7 @@ def _prepare(implementation: str, emulator: Any) -> Prepared:
 
 
 def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
-    from handlers.runtime import env
+    from idempotent_messaging.runtime import env
 
     state_table = "orders-state"
     _create_table(ddb, state_table, env.EVENT_ID_KEY)
@@ -166,8 +166,8 @@ def _quiet_logs() -> Iterator[None]:
     """Send the functions' log lines and EMF metrics to /dev/null (they are still produced)."""
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         swapped: list[Any] = []
-        if "handlers.runtime.observability" in sys.modules:
-            handler = sys.modules["handlers.runtime.observability"].logger.registered_handler
+        if "idempotent_messaging.runtime.observability" in sys.modules:
+            handler = sys.modules["idempotent_messaging.runtime.observability"].logger.registered_handler
             swapped.append((handler, handler.setStream(sink)))
         try:
             yield

@@ -1,15 +1,15 @@
 """Benchmark 2: enqueueing the month's charges, per-item SendMessage versus our dispatcher.
 
 Both sides send the SAME ChargeMessage objects (built by the dispatcher's own
-``handlers.dispatch.keys.charge_message``: body, MessageGroupId ``<tenant>#<YYYY-MM>``,
+``idempotent_messaging.dispatch.keys.charge_message``: body, MessageGroupId ``<tenant>#<YYYY-MM>``,
 MessageDeduplicationId = sha256 of the key) to one FIFO queue on the emulator:
 
 - baseline: one ``SendMessage`` per item, in order, on a default boto3 client (the obvious
   dispatcher loop);
-- ours: ``handlers.dispatch.sender.WorkQueueSender`` (SendMessageBatch of <= 10 entries and
+- ours: ``idempotent_messaging.dispatch.sender.WorkQueueSender`` (SendMessageBatch of <= 10 entries and
   <= 1 MiB, ``DISPATCH_SEND_CONCURRENCY`` parallel senders, only failed entries re-sent), page
   by page of ``DISPATCH_SCAN_PAGE_SIZE`` items as the dispatch loop calls it, on a client
-  configured as ``handlers.dispatch.app`` configures its own.
+  configured as ``idempotent_messaging.dispatch.app`` configures its own.
 
 What is measured is the sending path; the source scan, run-record checkpoints and hand-offs
 are the same work for any sender and are left out (the projection accounts for the hand-off).
@@ -37,9 +37,9 @@ from moto.sqs import models as sqs_models
 
 from bench import counting
 from bench.usage import aggregate
-from handlers.dispatch import env as dispatch_env
-from handlers.dispatch.keys import BillableItem, ChargeMessage, charge_message
-from handlers.dispatch.sender import WorkQueueSender
+from idempotent_messaging.dispatch import env as dispatch_env
+from idempotent_messaging.dispatch.keys import BillableItem, ChargeMessage, charge_message
+from idempotent_messaging.dispatch.sender import WorkQueueSender
 
 MONTH = "2026-06"
 TENANTS = 1000
@@ -203,7 +203,7 @@ def ours(emulator: Any, messages: list[ChargeMessage]) -> SendResult:
     emulator.reset()
     url = _queue(emulator)
     concurrency = dispatch_env.DEFAULT_SEND_CONCURRENCY
-    pool = concurrency + dispatch_env.DEFAULT_SEGMENT_CONCURRENCY + 4  # as handlers.dispatch.app
+    pool = concurrency + dispatch_env.DEFAULT_SEGMENT_CONCURRENCY + 4  # as idempotent_messaging.dispatch.app
     client = boto3.session.Session().client(
         "sqs",
         config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=pool),

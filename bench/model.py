@@ -158,14 +158,14 @@ def _default(cls: type, name: str) -> Any:
 
 def consumer_function() -> FunctionConfig:
     """Memory and architecture IdempotentQueueConsumer gives a consumer by default."""
-    from components.consumer_args import IdempotentQueueConsumerArgs as Args
+    from idempotent_messaging.components.consumer_args import IdempotentQueueConsumerArgs as Args
 
     return FunctionConfig(_default(Args, "memory_size_mb"), _default(Args, "architecture"))
 
 
 def dispatcher_function() -> FunctionConfig:
     """Memory and architecture MonthlyFanout gives its dispatcher by default."""
-    from components.monthly_fanout import MonthlyFanoutArgs as Args
+    from idempotent_messaging.components.monthly_fanout import MonthlyFanoutArgs as Args
 
     return FunctionConfig(
         _default(Args, "dispatcher_memory_size_mb"), _default(Args, "architecture")

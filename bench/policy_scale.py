@@ -159,7 +159,7 @@ def run_check(project: Path) -> tuple[float, dict[str, Any]]:
         [
             sys.executable,
             "-m",
-            "policy.check",
+            "idempotent_messaging.policy.check",
             "--project",
             str(project),
             "--stack",

@@ -20,9 +20,9 @@ from typing import Any, TextIO
 from emulator.materialise import EmulatorMocks
 from emulator.registry import Registry
 from emulator.server import Emulator, start_emulator
-from policy.offline.errors import ProgramError
-from policy.offline.project import load_project, load_stack_config
-from policy.offline.runner import ProgramRun, run_program
+from idempotent_messaging.policy.offline.errors import ProgramError
+from idempotent_messaging.policy.offline.project import load_project, load_stack_config
+from idempotent_messaging.policy.offline.runner import ProgramRun, run_program
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 

@@ -32,7 +32,7 @@ from emulator.registry import (
     ScheduleConfig,
 )
 from emulator.server import EMULATOR_ACCOUNT_ID, Emulator, queue_url_from_arn
-from policy.offline.mocks import AwsMocks
+from idempotent_messaging.policy.offline.mocks import AwsMocks
 
 # Invokes that read no cloud state: answered without the emulator.
 _ENVIRONMENT_INVOKES = frozenset(

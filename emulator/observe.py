@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emulator.registry import AlarmConfig, Registry
-from ops.dlq import queue_depth
+from idempotent_messaging.ops.dlq import queue_depth
 
 _COMPARE = {
     "GreaterThanOrEqualToThreshold": operator.ge,

@@ -23,12 +23,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from emulator.deploy import PROJECT_DIR, ProgramError
 from emulator.invoke import handler_output_to, invoke
 from emulator.session import attach_session, start_session
-from handlers.dispatch import env as dispatch_env
-from ops.dlq import OpsError
-from ops.month import manual_payload, validate_month
-from ops.outputs import OutputsError, emulator_state_dir
+from idempotent_messaging.dispatch import env as dispatch_env
+from idempotent_messaging.ops.dlq import OpsError
+from idempotent_messaging.ops.month import manual_payload, validate_month
+from idempotent_messaging.ops.outputs import OutputsError, emulator_state_dir
 
-DISPATCHER_HANDLER_PREFIX = "handlers.dispatch"
+DISPATCHER_HANDLER_PREFIX = "idempotent_messaging.dispatch"
 # A month of the demo's size drains in seconds; past this the scenario never settles.
 DRAIN_TIMEOUT_S = 120.0
 

@@ -25,7 +25,7 @@ from emulator.deploy import PROJECT_DIR, DeployResult, deploy, stack_region
 from emulator.poller import Poller
 from emulator.registry import Registry
 from emulator.server import Emulator, emulator_client, start_emulator
-from ops.outputs import emulator_state_path
+from idempotent_messaging.ops.outputs import emulator_state_path
 
 # A drain that has not settled by then means a scenario that never settles: fail loudly.
 DEFAULT_DRAIN_TIMEOUT_S = 60.0

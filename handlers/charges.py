@@ -1,6 +1,6 @@
 """Monthly charge consumer: ``handlers.charges.handler`` on the FIFO work queue.
 
-Body (written by handlers.dispatch, see handlers/dispatch/keys.py)::
+Body (written by idempotent_messaging.dispatch, see handlers/dispatch/keys.py)::
 
     {"event_id": "<tenant>:<employee>:<YYYY-MM>", "idempotency_key": "<same>",
      "tenant_id": "...", "employee_id": "...", "month": "YYYY-MM",
@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handlers.dispatch import env as dispatch_env
-from handlers.dispatch.keys import (
+from idempotent_messaging.dispatch import env as dispatch_env
+from idempotent_messaging.dispatch.keys import (
     BODY_AMOUNT,
     BODY_CURRENCY,
     BODY_EMPLOYEE,
@@ -34,7 +34,7 @@ from handlers.dispatch.keys import (
     idempotency_key,
     validate_month,
 )
-from handlers.runtime import (
+from idempotent_messaging.runtime import (
     Consumer,
     EventIdFromBody,
     Notification,

@@ -9,6 +9,6 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 # package: its root is where Python finds them.
 sys.path.insert(0, str(REPOSITORY))
 
-from components.provider import main  # noqa: E402
+from idempotent_messaging.components.provider import main  # noqa: E402
 
 main(tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]["version"])

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from policy import limits
-from policy.program import ProgramError, ProgramRun, RecordedResource, run_program
-from policy.values import is_unknown
+from idempotent_messaging.policy import limits
+from idempotent_messaging.policy.program import ProgramError, ProgramRun, RecordedResource, run_program
+from idempotent_messaging.policy.values import is_unknown
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 UNKNOWN_TEXT = "(known after apply)"

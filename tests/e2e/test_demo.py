@@ -17,9 +17,9 @@ import boto3
 import pytest
 
 from emulator.demo import OUTCOME_MEANINGS, ConsumerReport, check_invariants
-from handlers.runtime.observability import Outcome
-from ops.cli import main as ops_main
-from ops.outputs import Consumer
+from idempotent_messaging.runtime.observability import Outcome
+from idempotent_messaging.ops.cli import main as ops_main
+from idempotent_messaging.ops.outputs import Consumer
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from emulator.observe import Observer, queue_counts, scan_all
 from emulator.poller import Poller
 from emulator.scheduler import fire, scheduled_time_for_month
 from emulator.session import StackSession, attach_session, start_session, state_path
-from ops.cli import main as ops_main
+from idempotent_messaging.ops.cli import main as ops_main
 from tests.e2e.conftest import FIXTURES
 
 pytestmark = pytest.mark.e2e

@@ -14,10 +14,10 @@ import pytest
 from emulator.observe import Observer, queue_counts, scan_all
 from emulator.poller import Poller
 from emulator.session import StackSession
-from ops import dlq
-from ops.cli import main
-from ops.month import run_month_aws
-from ops.outputs import find_consumers
+from idempotent_messaging.ops import dlq
+from idempotent_messaging.ops.cli import main
+from idempotent_messaging.ops.month import run_month_aws
+from idempotent_messaging.ops.outputs import find_consumers
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.cli import main
+from idempotent_messaging.ops.cli import main
 
 pytestmark = pytest.mark.e2e
 

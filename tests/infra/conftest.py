@@ -19,10 +19,10 @@ from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs
 
-from policy.offline.mocks import AwsMocks
-from policy.offline.recorder import RecordedResource
-from policy.offline.runner import run_function
-from policy.values import UNKNOWN
+from idempotent_messaging.policy.offline.mocks import AwsMocks
+from idempotent_messaging.policy.offline.recorder import RecordedResource
+from idempotent_messaging.policy.offline.runner import run_function
+from idempotent_messaging.policy.values import UNKNOWN
 
 PROJECT = "idempotent-messaging"
 ACCOUNT = "111122223333"
@@ -157,7 +157,7 @@ DEFAULT_HANDLER = "handlers.orders.handler"
 
 
 def consumer_args(**overrides: Any) -> Any:
-    from components import IdempotentQueueConsumerArgs
+    from idempotent_messaging.components import IdempotentQueueConsumerArgs
 
     return IdempotentQueueConsumerArgs(**{"handler": DEFAULT_HANDLER, **overrides})
 
@@ -177,7 +177,7 @@ def run_consumer(pulumi_harness: PulumiHarness) -> ConsumerRunner:
         config: Mapping[str, str] | None = None,
         **overrides: Any,
     ) -> Run:
-        from components import IdempotentQueueConsumer
+        from idempotent_messaging.components import IdempotentQueueConsumer
 
         args = consumer_args(**overrides)
 

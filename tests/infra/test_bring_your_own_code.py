@@ -12,14 +12,14 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from components import bundle
+from idempotent_messaging.components import bundle
 
 from .conftest import ConsumerRunner, PulumiHarness, consumer_args
 
 pytestmark = pytest.mark.infra
 
 HANDLER_SOURCE = (
-    "from handlers.runtime import Consumer, lambda_handler\n"
+    "from idempotent_messaging.runtime import Consumer, lambda_handler\n"
     "def handler(event, context):\n"
     "    return {'batchItemFailures': []}\n"
 )
@@ -120,7 +120,7 @@ def test_own_code_is_checked_before_any_resource(
     handler: str,
     message: str,
 ) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     for key, text in layout.items():
         (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
@@ -158,7 +158,7 @@ def test_own_code_is_checked_before_any_resource(
 def test_code_that_cannot_take_the_runtime_is_refused(
     pulumi_harness: PulumiHarness, overrides: dict[str, object], message: str
 ) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     errors: list[ValueError] = []
 
@@ -178,8 +178,8 @@ def test_the_shipped_archive_imports_on_its_own(tmp_path: Path, user_code: Path)
     """Unpacked alone (as Lambda does into /var/task), the archive's handler imports our
     runtime from the archive itself: nothing else of this repository is needed."""
     (user_code / "app.py").write_text(
-        "from handlers.runtime import Consumer, lambda_handler\n"
-        "import handlers.runtime.entry\n"
+        "from idempotent_messaging.runtime import Consumer, lambda_handler\n"
+        "import idempotent_messaging.runtime.entry\n"
         "def handler(event, context):\n"
         "    return {'batchItemFailures': []}\n"
     )
@@ -191,8 +191,8 @@ def test_the_shipped_archive_imports_on_its_own(tmp_path: Path, user_code: Path)
         (task / key).parent.mkdir(parents=True, exist_ok=True)
         (task / key).write_bytes(Path(asset.path).read_bytes())
     probe = (
-        "import app, handlers.runtime, sys;"
-        "assert handlers.runtime.__file__.startswith(sys.argv[1]), handlers.runtime.__file__;"
+        "import app, idempotent_messaging.runtime, sys;"
+        "assert idempotent_messaging.runtime.__file__.startswith(sys.argv[1]), idempotent_messaging.runtime.__file__;"
         "print(app.handler({'Records': []}, None))"
     )
     done = subprocess.run(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from components import bundle
+from idempotent_messaging.components import bundle
 
 from .conftest import ConsumerRunner
 
@@ -54,7 +54,7 @@ def test_archive_keys_are_package_relative_python_files_only(tmp_path: Path) -> 
 def test_handler_module_lookup(tmp_path: Path) -> None:
     make_tree(tmp_path)
     assert bundle.handler_module_exists("handlers.orders.handler", tmp_path)
-    assert bundle.handler_module_exists("handlers.runtime.handler", tmp_path)  # a package
+    assert bundle.handler_module_exists("idempotent_messaging.runtime.handler", tmp_path)  # a package
     assert not bundle.handler_module_exists("handlers.billing.handler", tmp_path)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components import (
+from idempotent_messaging.components import (
     IdempotentQueueConsumer,
     IdempotentQueueConsumerArgs,
     MonthlyFanout,
@@ -21,7 +21,7 @@ from components import (
     fanout_validation,
     function_args,
 )
-from components.function_args import FunctionArgs
+from idempotent_messaging.components.function_args import FunctionArgs
 
 pytestmark = pytest.mark.infra
 
@@ -73,10 +73,10 @@ def test_each_component_has_its_args_validation_and_constructor_modules() -> Non
     assert MonthlyFanoutArgs.__module__ == fanout_args.__name__
     assert callable(consumer_validation.validate_consumer_args)
     assert callable(fanout_validation.validate_fanout_args)
-    assert IdempotentQueueConsumer.__module__ == "components.consumer"
-    assert MonthlyFanout.__module__ == "components.monthly_fanout"
+    assert IdempotentQueueConsumer.__module__ == "idempotent_messaging.components.consumer"
+    assert MonthlyFanout.__module__ == "idempotent_messaging.components.monthly_fanout"
     # the constructor modules define no dataclass and no validate_* of their own
-    for module_name in ("components.consumer", "components.monthly_fanout"):
+    for module_name in ("idempotent_messaging.components.consumer", "idempotent_messaging.components.monthly_fanout"):
         module = __import__(module_name, fromlist=["_"])
         source = Path(inspect.getfile(module)).read_text()
         assert "@dataclass" not in source, module_name

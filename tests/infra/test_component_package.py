@@ -27,7 +27,7 @@ import yaml
 from pulumi.runtime import proto
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from components import (
+from idempotent_messaging.components import (
     CONSUMER_OUTPUTS,
     FANOUT_OUTPUTS,
     BusinessTableArgs,
@@ -36,10 +36,10 @@ from components import (
     MonthlyFanout,
     MonthlyFanoutArgs,
 )
-from components.function_args import FunctionArgs
-from components.provider import PACKAGE_NAME, IdempotentMessagingProvider
-from components.stage_config import camel
-from policy.offline.recorder import RecordingMonitor
+from idempotent_messaging.components.function_args import FunctionArgs
+from idempotent_messaging.components.provider import PACKAGE_NAME, IdempotentMessagingProvider
+from idempotent_messaging.components.stage_config import camel
+from idempotent_messaging.policy.offline.recorder import RecordingMonitor
 
 from .conftest import PulumiHarness, Run
 
@@ -345,7 +345,7 @@ def test_the_former_components_type_token_is_an_alias(
         monitors.append(AliasRecordingMonitor(mocks, preview=preview))
         return monitors[-1]
 
-    monkeypatch.setattr("policy.offline.runner.RecordingMonitor", recording)
+    monkeypatch.setattr("idempotent_messaging.policy.offline.runner.RecordingMonitor", recording)
     pulumi_harness.run(lambda: component("x", args))
     name = token.rsplit(":", 1)[1]
     assert monitors[0].alias_types[(token, "x")] == [f"{PACKAGE_NAME}:components:{name}"]
@@ -401,7 +401,7 @@ class Absent:
             raise ModuleNotFoundError(f"No module named {top!r}", name=top)
         return None
 sys.meta_path.insert(0, Absent())
-from components.provider import IdempotentMessagingProvider
+from idempotent_messaging.components.provider import IdempotentMessagingProvider
 IdempotentMessagingProvider("0.0.0")
 """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import CONSUMER_OUTPUTS
-from handlers.runtime import env
-from policy import limits
+from idempotent_messaging.components import CONSUMER_OUTPUTS
+from idempotent_messaging.runtime import env
+from idempotent_messaging.policy import limits
 
 from .conftest import ACCOUNT, OUTPUT_NAMES, REGION, UNKNOWN, ConsumerRunner, Run
 

@@ -7,8 +7,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components import BusinessTableArgs
-from handlers.runtime import env
+from idempotent_messaging.components import BusinessTableArgs
+from idempotent_messaging.runtime import env
 
 from .conftest import ACCOUNT, REGION, ConsumerRunner, PulumiHarness, Run
 
@@ -319,7 +319,7 @@ def test_tags_and_physical_name(run_consumer: ConsumerRunner) -> None:
 
 
 def test_two_consumers_in_one_stack_do_not_collide(pulumi_harness: PulumiHarness) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     from .conftest import consumer_args
 
@@ -341,7 +341,7 @@ class _Parent(pulumi.ComponentResource):
 def test_monthly_fanout_shape_nests_under_a_parent_component(
     pulumi_harness: PulumiHarness,
 ) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     from .conftest import consumer_args
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components import BusinessTableArgs
+from idempotent_messaging.components import BusinessTableArgs
 
 from .conftest import ConsumerRunner, PulumiHarness, consumer_args
 
@@ -273,7 +273,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
 def test_invalid_argument_is_refused_before_any_resource(
     pulumi_harness: PulumiHarness, overrides: dict[str, Any], fragments: tuple[str, ...]
 ) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     errors: list[ValueError] = []
 
@@ -291,7 +291,7 @@ def test_invalid_argument_is_refused_before_any_resource(
 
 
 def test_a_refused_argument_fails_the_program(pulumi_harness: PulumiHarness) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     with pytest.raises(ValueError, match=r"max_receive_count=1: must be between 3 and 20"):
         pulumi_harness.run(
@@ -300,14 +300,14 @@ def test_a_refused_argument_fails_the_program(pulumi_harness: PulumiHarness) -> 
 
 
 def test_invalid_component_name_is_refused(pulumi_harness: PulumiHarness) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     with pytest.raises(ValueError, match=r"name='bad name'"):
         pulumi_harness.run(lambda: IdempotentQueueConsumer("bad name", consumer_args()))
 
 
 def test_args_of_the_wrong_type_are_refused(pulumi_harness: PulumiHarness) -> None:
-    from components import IdempotentQueueConsumer
+    from idempotent_messaging.components import IdempotentQueueConsumer
 
     # A mapping is accepted (the component provider host passes one); anything else is not.
     with pytest.raises(ValueError, match=r"args='str'"):

@@ -8,14 +8,14 @@ import json
 import pulumi
 import pytest
 
-from components import alarms, iam
-from components.function import FunctionSpec, create_function
-from components.powertools import (
+from idempotent_messaging.components import alarms, iam
+from idempotent_messaging.components.function import FunctionSpec, create_function
+from idempotent_messaging.components.powertools import (
     partition_of_region,
     powertools_layer_arn,
     region_and_partition_of,
 )
-from components.stage_config import StageConfig
+from idempotent_messaging.components.stage_config import StageConfig
 
 from .conftest import PulumiHarness
 

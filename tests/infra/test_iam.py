@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components import BusinessTableArgs, iam
+from idempotent_messaging.components import BusinessTableArgs, iam
 
 from .conftest import ConsumerRunner, Run
 

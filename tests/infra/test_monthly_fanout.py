@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from handlers.dispatch import env as denv
-from handlers.runtime import env as renv
-from policy import limits
+from idempotent_messaging.dispatch import env as denv
+from idempotent_messaging.runtime import env as renv
+from idempotent_messaging.policy import limits
 
 from .conftest import ACCOUNT, REGION, UNKNOWN, PulumiHarness, Registered, Run
 
@@ -39,7 +39,7 @@ FanoutRunner = Callable[..., Run]
 @pytest.fixture
 def run_fanout(pulumi_harness: PulumiHarness) -> FanoutRunner:
     def runner(*, preview: bool = False, **overrides: Any) -> Run:
-        from components.monthly_fanout import MonthlyFanout, MonthlyFanoutArgs
+        from idempotent_messaging.components.monthly_fanout import MonthlyFanout, MonthlyFanoutArgs
 
         args = MonthlyFanoutArgs(**{"schedule_expression_timezone": "Asia/Tokyo", **overrides})
 
@@ -172,7 +172,7 @@ def test_the_dispatcher_role_is_least_privilege_on_exactly_its_resources(default
 
 def test_the_dispatcher_function_environment_and_error_alarm(default_run: Run) -> None:
     fn = function(default_run, "monthly-charge-dispatcher")
-    assert fn.inputs["handler"] == "handlers.dispatch.app.handler"
+    assert fn.inputs["handler"] == "idempotent_messaging.dispatch.app.handler"
     assert fn.inputs["timeout"] == 900
     variables = fn.inputs["environment"]["variables"]
     work = default_run.one("aws:sqs/queue:Queue", "monthly-charge-charges-queue")
@@ -427,7 +427,7 @@ def test_invalid_args_are_refused_before_any_resource_exists(
 
 
 def test_the_time_zone_is_required() -> None:
-    from components.monthly_fanout import MonthlyFanoutArgs
+    from idempotent_messaging.components.monthly_fanout import MonthlyFanoutArgs
 
     with pytest.raises(TypeError, match="schedule_expression_timezone"):
         MonthlyFanoutArgs()  # type: ignore[call-arg]
@@ -435,8 +435,8 @@ def test_the_time_zone_is_required() -> None:
 
 def test_the_functions_environments_satisfy_the_handlers_own_settings(default_run: Run) -> None:
     from handlers.charges import CHARGES
-    from handlers.dispatch.settings import Settings as DispatchSettings
-    from handlers.runtime import Settings as RuntimeSettings
+    from idempotent_messaging.dispatch.settings import Settings as DispatchSettings
+    from idempotent_messaging.runtime import Settings as RuntimeSettings
 
     dispatcher_env = function(default_run, "monthly-charge-dispatcher").inputs["environment"]
     settings = DispatchSettings.from_env(dispatcher_env["variables"])

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from components import IdempotentQueueConsumerArgs
-from components.stage_config import settings_to_kwargs
-from policy.program import load_project, load_stack_config
+from idempotent_messaging.components import IdempotentQueueConsumerArgs
+from idempotent_messaging.components.stage_config import settings_to_kwargs
+from idempotent_messaging.policy.program import load_project, load_stack_config
 from tests.stages import STAGES
 from tools import preview
 

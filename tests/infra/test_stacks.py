@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.stage_config import StageConfig
-from policy import limits
-from policy.program import ProgramRun, RecordedResource, run_program
-from policy.values import is_unknown
+from idempotent_messaging.components.stage_config import StageConfig
+from idempotent_messaging.policy import limits
+from idempotent_messaging.policy.program import ProgramRun, RecordedResource, run_program
+from idempotent_messaging.policy.values import is_unknown
 from tests.stages import STAGES, stack_files
 
 pytestmark = pytest.mark.infra

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from handlers import charges
-from handlers.dispatch import env as denv
-from handlers.dispatch.keys import deduplication_id
-from handlers.runtime import env as renv
+from idempotent_messaging.dispatch import env as denv
+from idempotent_messaging.dispatch.keys import deduplication_id
+from idempotent_messaging.runtime import env as renv
 from tests.integration.test_dispatch_world import (
     LEDGER,
     STATE,

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from handlers.dispatch import app
-from handlers.dispatch import env as denv
-from handlers.dispatch.dispatcher import RunawayRun
-from handlers.dispatch.sender import SendFailed
-from handlers.dispatch.sources import S3ManifestSource
+from idempotent_messaging.dispatch import app
+from idempotent_messaging.dispatch import env as denv
+from idempotent_messaging.dispatch.dispatcher import RunawayRun
+from idempotent_messaging.dispatch.sender import SendFailed
+from idempotent_messaging.dispatch.sources import S3ManifestSource
 from tests.integration.test_dispatch_world import (
     CONTROL,
     RUNS,

@@ -18,10 +18,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from handlers.dispatch import app
-from handlers.dispatch import env as denv
-from handlers.runtime import env as renv
-from handlers.runtime.clients import clients_from_env, reset_clients
+from idempotent_messaging.dispatch import app
+from idempotent_messaging.dispatch import env as denv
+from idempotent_messaging.runtime import env as renv
+from idempotent_messaging.runtime.clients import clients_from_env, reset_clients
 
 pytestmark = pytest.mark.integration
 

@@ -29,15 +29,15 @@ from moto import mock_aws
 # handlers must stay the very modules whose client cache the tests reset and instrument.
 import handlers.charges
 import handlers.orders
-from handlers.dispatch.keys import BillableItem, charge_message
-from handlers.runtime import env
-from handlers.runtime.clients import clients_from_env, reset_clients
-from handlers.runtime.quarantine import (
+from idempotent_messaging.dispatch.keys import BillableItem, charge_message
+from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.clients import clients_from_env, reset_clients
+from idempotent_messaging.runtime.quarantine import (
     ATTR_FAILURE_CLASS,
     ATTR_FAILURE_REASON,
     ATTR_RECEIVE_COUNT,
 )
-from policy.program import ProgramRun, RecordedResource, run_program
+from idempotent_messaging.policy.program import ProgramRun, RecordedResource, run_program
 from tests.integration.test_runtime_world import FakeContext, _drain, _scan
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from handlers import orders
-from handlers.runtime import env, logger
-from handlers.runtime.clients import reset_clients
+from idempotent_messaging.runtime import env, logger
+from idempotent_messaging.runtime.clients import reset_clients
 from tests.integration.test_runtime_world import (
     STATE_TABLE,
     Aws,

@@ -12,8 +12,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.server import ThreadedMotoServer
 
 from handlers.orders import ORDERS
-from handlers.runtime import Consumer, WriteContext, env
-from handlers.runtime.clients import reset_clients
+from idempotent_messaging.runtime import Consumer, WriteContext, env
+from idempotent_messaging.runtime.clients import reset_clients
 from tests.integration.test_runtime_world import (
     Aws,
     FakeContext,

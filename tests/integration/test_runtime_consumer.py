@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from handlers.orders import ORDERS, order_notification, order_writes
-from handlers.runtime import (
+from idempotent_messaging.runtime import (
     Consumer,
     EventIdFromAttribute,
     EventIdFromContentHash,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from handlers.orders import order_notification, order_writes
-from handlers.runtime import Consumer
+from idempotent_messaging.runtime import Consumer
 from tests.integration.test_runtime_world import (
     Aws,
     FakeContext,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from handlers.orders import order_notification, order_writes
-from handlers.runtime import Consumer, WriteContext, env
-from handlers.runtime.powertools_strategy import idempotency_config
+from idempotent_messaging.runtime import Consumer, WriteContext, env
+from idempotent_messaging.runtime.powertools_strategy import idempotency_config
 from tests.integration.test_runtime_world import (
     TENANT_STATE_TABLE,
     Aws,

@@ -19,8 +19,8 @@ import botocore.awsrequest
 import botocore.session
 from moto.core.models import botocore_stubber
 
-from handlers.runtime import Runtime, Settings, env
-from handlers.runtime.clients import BOTOCORE_CONFIG
+from idempotent_messaging.runtime import Runtime, Settings, env
+from idempotent_messaging.runtime.clients import BOTOCORE_CONFIG
 
 REGION = "ap-northeast-1"
 STATE_TABLE = "processed_events"

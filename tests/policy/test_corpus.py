@@ -36,8 +36,8 @@ from typing import Any
 
 import pytest
 
-from policy.check import main
-from policy.pack import RULES
+from idempotent_messaging.policy.check import main
+from idempotent_messaging.policy.pack import RULES
 
 pytestmark = pytest.mark.policy
 
@@ -174,7 +174,7 @@ def test_real_cli_subprocess_gives_the_in_process_report(
 ):
     for mode in MODES:
         proc = subprocess.run(
-            [sys.executable, "-m", "policy.check", *argv(project(program, tmp_path), mode)],
+            [sys.executable, "-m", "idempotent_messaging.policy.check", *argv(project(program, tmp_path), mode)],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.graph import (
+from idempotent_messaging.policy.graph import (
     ALARM,
     ALIAS,
     FUNCTION,
@@ -26,8 +26,8 @@ from policy.graph import (
     function_name_from_ref,
     resource_name_from_ref,
 )
-from policy.rules import queues
-from policy.values import UNKNOWN
+from idempotent_messaging.policy.rules import queues
+from idempotent_messaging.policy.values import UNKNOWN
 
 pytestmark = pytest.mark.policy
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from policy.analyze import Violation
-from policy.check import check
+from idempotent_messaging.policy.analyze import Violation
+from idempotent_messaging.policy.check import check
 from tests.policy.conftest import pairs
 
 pytestmark = pytest.mark.policy

@@ -13,7 +13,7 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from policy.pack import POLICY_NAMES
+from idempotent_messaging.policy.pack import POLICY_NAMES
 
 pytestmark = pytest.mark.policy
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from policy.check import main
+from idempotent_messaging.policy.check import main
 
 pytestmark = pytest.mark.policy
 

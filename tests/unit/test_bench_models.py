@@ -282,8 +282,8 @@ def test_the_shipped_inputs_load_with_a_source_for_every_figure() -> None:
 
 
 def test_the_function_memory_is_the_component_default() -> None:
-    from components.consumer_args import IdempotentQueueConsumerArgs
-    from components.monthly_fanout import MonthlyFanoutArgs
+    from idempotent_messaging.components.consumer_args import IdempotentQueueConsumerArgs
+    from idempotent_messaging.components.monthly_fanout import MonthlyFanoutArgs
 
     args = IdempotentQueueConsumerArgs(handler="handlers.orders.handler")
     assert model.consumer_function() == FunctionConfig(args.memory_size_mb, args.architecture)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handlers.dispatch.keys import (
+from idempotent_messaging.dispatch.keys import (
     BillableItem,
     InvalidItem,
     charge_message,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handlers.dispatch.months import (
+from idempotent_messaging.dispatch.months import (
     TRIGGER_MANUAL,
     TRIGGER_SCHEDULE,
     InvalidTrigger,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handlers.dispatch.keys import ChargeMessage
-from handlers.dispatch.sender import (
+from idempotent_messaging.dispatch.keys import ChargeMessage
+from idempotent_messaging.dispatch.sender import (
     BASE_BACKOFF_S,
     MAX_BATCH_BYTES,
     SendFailed,

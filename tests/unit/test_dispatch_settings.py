@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from handlers.dispatch import env
-from handlers.dispatch.dispatcher import Continuation, InvalidControlMessage
-from handlers.dispatch.settings import Settings, SettingsError
+from idempotent_messaging.dispatch import env
+from idempotent_messaging.dispatch.dispatcher import Continuation, InvalidControlMessage
+from idempotent_messaging.dispatch.settings import Settings, SettingsError
 
 pytestmark = pytest.mark.unit
 
@@ -62,7 +62,7 @@ def test_continuations_round_trip_and_bad_ones_are_refused() -> None:
 
 
 def test_the_time_reserve_never_exceeds_a_quarter_of_the_starting_budget() -> None:
-    from handlers.dispatch.dispatcher import Budget
+    from idempotent_messaging.dispatch.dispatcher import Budget
 
     assert Budget.starting_now(lambda: 900_000, 60_000).reserve_ms == 60_000  # Lambda's case
     short = Budget.starting_now(lambda: 30_000, 60_000)  # a local call with 30 s

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from handlers.runtime import env
-from handlers.runtime.clients import (
+from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.clients import (
     BOTOCORE_CONFIG,
     clients_from_env,
     reset_clients,
     transaction_backoff,
 )
-from handlers.runtime.errors import (
+from idempotent_messaging.runtime.errors import (
     ConfigurationError,
     FailureClass,
     PoisonKind,
@@ -24,16 +24,16 @@ from handlers.runtime.errors import (
     classify_cancellation,
     classify_exception,
 )
-from handlers.runtime.keys import (
+from idempotent_messaging.runtime.keys import (
     EventIdFromAttribute,
     EventIdFromBody,
     EventIdFromContentHash,
     state_key,
     validate_event_id,
 )
-from handlers.runtime.notify import Notification, PublishEntry, chunk_entries
-from handlers.runtime.quarantine import QuarantineEntry, _attributes, chunk_quarantine
-from handlers.runtime.settings import Settings
+from idempotent_messaging.runtime.notify import Notification, PublishEntry, chunk_entries
+from idempotent_messaging.runtime.quarantine import QuarantineEntry, _attributes, chunk_quarantine
+from idempotent_messaging.runtime.settings import Settings
 
 pytestmark = pytest.mark.unit
 

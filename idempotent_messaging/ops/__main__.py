@@ -1,0 +1,7 @@
+"""Entry point: `python -m ops ...`."""
+
+from __future__ import annotations
+
+from idempotent_messaging.ops.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""Compatibility names for the offline engine's runner (see ``policy.offline``)."""
+
+from idempotent_messaging.policy.offline.errors import MissingPackageError, ProgramError
+from idempotent_messaging.policy.offline.mocks import AwsMocks, policy_document_from_args
+from idempotent_messaging.policy.offline.project import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_REGION,
+    SECRET_PLACEHOLDER,
+    STACK_TYPE,
+    ProjectSpec,
+    StackConfig,
+    load_project,
+    load_stack_config,
+)
+from idempotent_messaging.policy.offline.recorder import RecordedResource, RecordingMonitor, struct_to_plain
+from idempotent_messaging.policy.offline.runner import ProgramRun, run_program
+
+__all__ = [
+    "DEFAULT_ACCOUNT_ID",
+    "DEFAULT_REGION",
+    "SECRET_PLACEHOLDER",
+    "STACK_TYPE",
+    "AwsMocks",
+    "MissingPackageError",
+    "ProgramError",
+    "ProgramRun",
+    "ProjectSpec",
+    "RecordedResource",
+    "RecordingMonitor",
+    "StackConfig",
+    "load_project",
+    "load_stack_config",
+    "policy_document_from_args",
+    "run_program",
+    "struct_to_plain",
+]

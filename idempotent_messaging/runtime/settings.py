@@ -1,0 +1,130 @@
+"""Runtime settings: one frozen dataclass read from the environment the component sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.errors import ConfigurationError
+
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no", ""}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything the runtime reads from the environment, validated once per invocation."""
+
+    state_table: str
+    """State (claim) table name; required."""
+    key_layout: str = env.LAYOUT_EVENT_ID
+    """``event_id`` (seed 000: pk = event id) or ``tenant`` (seed 003: pk/sk)."""
+    ttl_attribute: str = env.DEFAULT_TTL_ATTRIBUTE
+    claim_ttl_seconds: int = env.DEFAULT_CLAIM_TTL_SECONDS
+    """90 days by default; never shorter than source + DLQ retention (see docs/runtime.md)."""
+    business_table: str | None = None
+    topic_arn: str | None = None
+    dlq_url: str
+    """Quarantine target; required: nothing is ever dropped."""
+    source_fifo: bool = False
+    source_retention_seconds: int | None = None
+    dlq_retention_seconds: int | None = None
+    strategy: str = env.STRATEGY_TRANSACTIONAL
+    remaining_time_guard_ms: int = env.DEFAULT_REMAINING_TIME_GUARD_MS
+
+    def __post_init__(self) -> None:
+        if not self.state_table:
+            raise ConfigurationError(f"{env.STATE_TABLE} must not be empty")
+        if not self.dlq_url:
+            raise ConfigurationError(f"{env.DLQ_URL} must not be empty")
+        if self.key_layout not in (env.LAYOUT_EVENT_ID, env.LAYOUT_TENANT):
+            raise ConfigurationError(
+                f"{env.STATE_KEY_LAYOUT}={self.key_layout!r} is invalid; "
+                f"use {env.LAYOUT_EVENT_ID!r} or {env.LAYOUT_TENANT!r}"
+            )
+        if self.strategy not in (env.STRATEGY_TRANSACTIONAL, env.STRATEGY_POWERTOOLS):
+            raise ConfigurationError(
+                f"{env.IDEMPOTENCY_STRATEGY}={self.strategy!r} is invalid; "
+                f"use {env.STRATEGY_TRANSACTIONAL!r} or {env.STRATEGY_POWERTOOLS!r}"
+            )
+        if self.claim_ttl_seconds <= 0:
+            raise ConfigurationError(
+                f"{env.CLAIM_TTL_SECONDS}={self.claim_ttl_seconds} must be > 0"
+            )
+        if self.remaining_time_guard_ms < 0:
+            raise ConfigurationError(
+                f"{env.REMAINING_TIME_GUARD_MS}={self.remaining_time_guard_ms} must be >= 0"
+            )
+        retention = [
+            v for v in (self.source_retention_seconds, self.dlq_retention_seconds) if v is not None
+        ]
+        if retention and self.claim_ttl_seconds < sum(retention):
+            # An expired claim lets a late redelivery (or a redrive from the DLQ) claim the
+            # event again and write the business row twice.
+            raise ConfigurationError(
+                f"{env.CLAIM_TTL_SECONDS}={self.claim_ttl_seconds} is shorter than "
+                f"{env.SOURCE_RETENTION_SECONDS} + {env.DLQ_RETENTION_SECONDS} = "
+                f"{sum(retention)}; a message still deliverable after its claim expired "
+                "would be written twice; raise the claim TTL"
+            )
+
+    @property
+    def tenant_layout(self) -> bool:
+        return self.key_layout == env.LAYOUT_TENANT
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build from ``environ`` (default ``os.environ``); errors name the variable."""
+        e = os.environ if environ is None else environ
+        return cls(
+            state_table=_required(e, env.STATE_TABLE),
+            key_layout=e.get(env.STATE_KEY_LAYOUT) or env.LAYOUT_EVENT_ID,
+            ttl_attribute=e.get(env.STATE_TTL_ATTRIBUTE) or env.DEFAULT_TTL_ATTRIBUTE,
+            claim_ttl_seconds=_int(e, env.CLAIM_TTL_SECONDS, env.DEFAULT_CLAIM_TTL_SECONDS),
+            business_table=e.get(env.BUSINESS_TABLE) or None,
+            topic_arn=e.get(env.NOTIFICATION_TOPIC_ARN) or None,
+            dlq_url=_required(e, env.DLQ_URL),
+            source_fifo=_bool(e, env.SOURCE_QUEUE_FIFO),
+            source_retention_seconds=_optional_int(e, env.SOURCE_RETENTION_SECONDS),
+            dlq_retention_seconds=_optional_int(e, env.DLQ_RETENTION_SECONDS),
+            strategy=e.get(env.IDEMPOTENCY_STRATEGY) or env.STRATEGY_TRANSACTIONAL,
+            remaining_time_guard_ms=_int(
+                e, env.REMAINING_TIME_GUARD_MS, env.DEFAULT_REMAINING_TIME_GUARD_MS
+            ),
+        )
+
+
+def _required(e: Mapping[str, str], name: str) -> str:
+    value = e.get(name)
+    if not value:
+        raise ConfigurationError(f"environment variable {name} is missing or empty")
+    return value
+
+
+def _optional_int(e: Mapping[str, str], name: str) -> int | None:
+    raw = e.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"environment variable {name}={raw!r} is not an integer") from None
+    if value < 0:
+        raise ConfigurationError(f"environment variable {name}={raw!r} must be >= 0")
+    return value
+
+
+def _int(e: Mapping[str, str], name: str, default: int) -> int:
+    value = _optional_int(e, name)
+    return default if value is None else value
+
+
+def _bool(e: Mapping[str, str], name: str) -> bool:
+    raw = (e.get(name) or "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigurationError(f"environment variable {name}={raw!r} is not 'true' or 'false'")

@@ -3,12 +3,17 @@
 The reference consumer ``orders`` (event-id claims, an ``order_records`` table, a
 notification topic) and the ``monthly-charge`` fan-out (tenant claims, a ledger) come from
 ``consumers`` / ``fanouts`` in Pulumi.yaml and each ``Pulumi.<stage>.yaml``.
+
+The library (``idempotent_messaging``) ships no consumer code: this program deploys its own
+``handlers/`` package the way any user deploys theirs (``code`` + ``handler``), and the
+component adds the library's runtime to that archive.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -32,6 +37,12 @@ from idempotent_messaging.components.stage_config import (
     settings_to_kwargs,
 )
 
+HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
+HANDLERS_CODE = pulumi.AssetArchive({"handlers": pulumi.FileArchive(str(HANDLERS_DIR))})
+"""This program's Lambda code: the ``handlers/`` package under its own name, so handler strings
+read ``handlers.<module>.handler``. The default code of every consumer and fan-out of the
+stack; an instance's config may name its own ``codePath`` instead."""
+
 REFERENCE_CONSUMERS: Mapping[str, Mapping[str, Any]] = {
     "orders": {
         "handler": "handlers.orders.handler",
@@ -43,6 +54,18 @@ REFERENCE_CONSUMERS: Mapping[str, Mapping[str, Any]] = {
 """What this repository's consumers need in every stage (their code and tables); the stage
 config adds the sizes. A consumer the config names but this map does not gives its own
 ``handler`` (and ``businessTable``) in config."""
+
+REFERENCE_FANOUTS: Mapping[str, Mapping[str, Any]] = {
+    "monthly-charge": {"consumer_handler": "handlers.charges.handler"},
+}
+"""The same for the fan-outs: the charge consumer's handler (its ledger is the component's)."""
+
+
+def with_default_code(kwargs: dict[str, Any], path_field: str, code_field: str) -> dict[str, Any]:
+    """This program's handlers/ as the code, unless the instance's config names a directory."""
+    if kwargs.get(path_field) is None and kwargs.get(code_field) is None:
+        return {**kwargs, code_field: HANDLERS_CODE}
+    return kwargs
 
 
 def build_alarm_topic(stage: StageConfig) -> pulumi.Output[str]:
@@ -74,6 +97,7 @@ def consumer_args(
         **shared,
         **settings_to_kwargs(path, settings, IdempotentQueueConsumerArgs),
     }
+    kwargs = with_default_code(kwargs, "code_path", "code")
     args: IdempotentQueueConsumerArgs = build_args(path, IdempotentQueueConsumerArgs, kwargs)
     return args
 
@@ -82,7 +106,12 @@ def fanout_args(
     name: str, settings: Mapping[str, Any], shared: Mapping[str, Any]
 ) -> MonthlyFanoutArgs:
     path = f"{FANOUTS_KEY}.{name}"
-    kwargs = {**shared, **settings_to_kwargs(path, settings, MonthlyFanoutArgs)}
+    kwargs = {
+        **REFERENCE_FANOUTS.get(name, {}),
+        **shared,
+        **settings_to_kwargs(path, settings, MonthlyFanoutArgs),
+    }
+    kwargs = with_default_code(kwargs, "consumer_code_path", "consumer_code")
     args: MonthlyFanoutArgs = build_args(path, MonthlyFanoutArgs, kwargs)
     return args
 

@@ -6,8 +6,10 @@ for the handler and for a bare ``import boto3``. The ratio says how much the han
 of the SDK every Python Lambda loads anyway. ``-X importtime`` of one handler import gives the
 heaviest modules, so a regression can be traced.
 
-The bundle is the archive the component ships (components.bundle.handler_files: the
-``handlers/`` package's ``.py`` files only), zipped with deflate as Lambda receives it.
+The bundle is the archive the reference ``orders`` consumer ships: this repository's
+``handlers/`` package plus the library's Lambda code the component adds
+(``idempotent_messaging.components.bundle.runtime_files``), ``.py`` files only, zipped with
+deflate as Lambda receives it.
 """
 
 from __future__ import annotations
@@ -98,9 +100,9 @@ def measure_imports(repetitions: int) -> dict[str, Any]:
 
 def bundle_size() -> dict[str, Any]:
     """Zipped and raw size of the handler archive the component ships."""
-    from idempotent_messaging.components.bundle import handler_files
+    from idempotent_messaging.components.bundle import handler_files, runtime_files
 
-    files = handler_files(PROJECT_ROOT)
+    files = {**handler_files(PROJECT_ROOT, "handlers"), **runtime_files()}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for key, path in files.items():

@@ -167,7 +167,9 @@ def _quiet_logs() -> Iterator[None]:
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         swapped: list[Any] = []
         if "idempotent_messaging.runtime.observability" in sys.modules:
-            handler = sys.modules["idempotent_messaging.runtime.observability"].logger.registered_handler
+            handler = sys.modules[
+                "idempotent_messaging.runtime.observability"
+            ].logger.registered_handler
             swapped.append((handler, handler.setStream(sink)))
         try:
             yield

@@ -6,9 +6,10 @@ MessageDeduplicationId = sha256 of the key) to one FIFO queue on the emulator:
 
 - baseline: one ``SendMessage`` per item, in order, on a default boto3 client (the obvious
   dispatcher loop);
-- ours: ``idempotent_messaging.dispatch.sender.WorkQueueSender`` (SendMessageBatch of <= 10 entries and
-  <= 1 MiB, ``DISPATCH_SEND_CONCURRENCY`` parallel senders, only failed entries re-sent), page
-  by page of ``DISPATCH_SCAN_PAGE_SIZE`` items as the dispatch loop calls it, on a client
+- ours: ``idempotent_messaging.dispatch.sender.WorkQueueSender`` (SendMessageBatch of <= 10
+  entries and <= 1 MiB, ``DISPATCH_SEND_CONCURRENCY`` parallel senders, only failed entries
+  re-sent), page by page of ``DISPATCH_SCAN_PAGE_SIZE`` items as the dispatch loop calls it, on a
+  client
   configured as ``idempotent_messaging.dispatch.app`` configures its own.
 
 What is measured is the sending path; the source scan, run-record checkpoints and hand-offs
@@ -203,7 +204,9 @@ def ours(emulator: Any, messages: list[ChargeMessage]) -> SendResult:
     emulator.reset()
     url = _queue(emulator)
     concurrency = dispatch_env.DEFAULT_SEND_CONCURRENCY
-    pool = concurrency + dispatch_env.DEFAULT_SEGMENT_CONCURRENCY + 4  # as idempotent_messaging.dispatch.app
+    pool = (
+        concurrency + dispatch_env.DEFAULT_SEGMENT_CONCURRENCY + 4
+    )  # as idempotent_messaging.dispatch.app
     client = boto3.session.Session().client(
         "sqs",
         config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=pool),

@@ -48,10 +48,10 @@ from emulator.scheduler import fire, scheduled_time_for_month
 from emulator.session import StackSession, start_session, state_path
 from idempotent_messaging.dispatch import env as dispatch_env
 from idempotent_messaging.dispatch.keys import idempotency_key as charge_key
-from idempotent_messaging.runtime import env as runtime_env
-from idempotent_messaging.runtime.observability import Outcome
 from idempotent_messaging.ops import dlq as ops_dlq
 from idempotent_messaging.ops.outputs import Consumer, emulator_state_dir, find_consumers
+from idempotent_messaging.runtime import env as runtime_env
+from idempotent_messaging.runtime.observability import Outcome
 
 DEMO_MONTH = "2026-06"
 DEMO_ACCOUNTS = 12

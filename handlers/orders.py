@@ -19,7 +19,13 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
-from idempotent_messaging.runtime import Consumer, Notification, SchemaError, WriteContext, lambda_handler
+from idempotent_messaging.runtime import (
+    Consumer,
+    Notification,
+    SchemaError,
+    WriteContext,
+    lambda_handler,
+)
 
 RESERVED_FIELDS = frozenset({"source_event_id", "recorded_at"})
 _serializer = TypeSerializer()

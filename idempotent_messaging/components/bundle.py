@@ -1,8 +1,11 @@
-"""The Lambda code archive: the ``handlers/`` package and nothing else.
+"""Lambda code archives: the user's code plus the library's Lambda-side packages.
 
-Keys keep the ``handlers/`` prefix so the handler string ``handlers.orders.handler`` resolves
-from the archive root. Only ``*.py`` files enter: no ``__pycache__``, no tests, no pulumi code
-(the import-layer contract keeps pulumi out of ``handlers/`` itself).
+Every function ships ``idempotent_messaging/__init__.py`` (the version only, no imports) and
+the library's Lambda packages (``LAMBDA_PACKAGES``) under their import names, so
+``import idempotent_messaging.runtime`` resolves from the archive root exactly as from
+site-packages. Only ``*.py`` files of those packages enter: no ``__pycache__``, no tests, no
+pulumi code (the import-layer contracts keep pulumi out of them). The library ships no handler
+code of a consumer: that is always the user's (``code_path`` / ``code``).
 """
 
 from __future__ import annotations
@@ -11,14 +14,25 @@ from pathlib import Path
 
 import pulumi
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-HANDLERS_PACKAGE = "handlers"
+import idempotent_messaging
+
+LIBRARY_PACKAGE = idempotent_messaging.__name__
+LIBRARY_ROOT = Path(idempotent_messaging.__file__).resolve().parent.parent
+"""The directory holding ``idempotent_messaging/``: site-packages, or a checkout's root."""
+RUNTIME_PACKAGE = f"{LIBRARY_PACKAGE}.runtime"
+"""Import name of the consumer runtime inside every function's archive."""
+DISPATCH_PACKAGE = f"{LIBRARY_PACKAGE}.dispatch"
+"""The monthly dispatcher, and the work-message contract (keys, env) its charge consumers read."""
+LAMBDA_PACKAGES = (RUNTIME_PACKAGE, DISPATCH_PACKAGE)
+"""The library's Lambda-side code (standard library, boto3 and Powertools only). Both ship in
+every archive: the dispatch package is small, and one archive layout keeps every function's
+imports the same."""
 _EXCLUDED_DIRS = frozenset({"__pycache__", "tests", "test"})
 
 
-def handler_files(root: Path = PROJECT_ROOT, package: str = HANDLERS_PACKAGE) -> dict[str, Path]:
-    """Archive key ("handlers/runtime/env.py") -> file, sorted, for every *.py of the package."""
-    package_dir = root / package
+def handler_files(root: Path, package: str) -> dict[str, Path]:
+    """Archive key ("pkg/sub/mod.py") -> file, sorted, for every *.py of ``root/package``."""
+    package_dir = root / package.replace(".", "/")
     if not (package_dir / "__init__.py").is_file():
         raise ValueError(f"package={package!r}: {package_dir} is not a Python package")
     files: dict[str, Path] = {}
@@ -30,29 +44,25 @@ def handler_files(root: Path = PROJECT_ROOT, package: str = HANDLERS_PACKAGE) ->
     return files
 
 
-def handler_module_exists(handler: str, root: Path = PROJECT_ROOT) -> bool:
-    """True when the module of a handler string ("handlers.orders.handler") is in the archive."""
-    module = handler.rsplit(".", 1)[0]
-    key = module.replace(".", "/")
-    files = handler_files(root, module.split(".", 1)[0])
-    return f"{key}.py" in files or f"{key}/__init__.py" in files
+def runtime_files(root: Path = LIBRARY_ROOT) -> dict[str, Path]:
+    """What the library adds to every archive, as archive key -> file."""
+    files = {f"{LIBRARY_PACKAGE}/__init__.py": root / LIBRARY_PACKAGE / "__init__.py"}
+    for package in LAMBDA_PACKAGES:
+        files.update(handler_files(root, package))
+    return dict(sorted(files.items()))
 
 
-def handler_code_archive(
-    root: Path = PROJECT_ROOT, package: str = HANDLERS_PACKAGE
-) -> pulumi.AssetArchive:
-    """A pulumi.AssetArchive of the package's Python files under their package-relative keys."""
+def library_code_archive(root: Path = LIBRARY_ROOT) -> pulumi.AssetArchive:
+    """The library's Lambda code alone: the archive of a function whose handler is ours (the
+    monthly dispatcher, ``idempotent_messaging.dispatch.app.handler``)."""
     return pulumi.AssetArchive(
-        {key: pulumi.FileAsset(str(path)) for key, path in handler_files(root, package).items()}
+        {key: pulumi.FileAsset(str(path)) for key, path in runtime_files(root).items()}
     )
 
 
 # --- Bring your own code ---------------------------------------------------------------------
 
-RUNTIME_PACKAGE = "idempotent_messaging.runtime"
-"""Import name of the consumer runtime inside every function's archive."""
-RUNTIME_PREFIX = RUNTIME_PACKAGE.replace(".", "/") + "/"
-PACKAGE_INIT = f"{HANDLERS_PACKAGE}/__init__.py"
+RUNTIME_PREFIX = f"{LIBRARY_PACKAGE}/"
 _SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".venv", ".mypy_cache", ".pytest_cache"})
 
 
@@ -64,15 +74,6 @@ class CodeError(ValueError):
         self.field = field
         self.value = value
         self.rule = rule
-
-
-def runtime_files(root: Path = PROJECT_ROOT) -> dict[str, Path]:
-    """The runtime package (and the ``handlers`` package marker) as archive key -> file."""
-    return {
-        key: path
-        for key, path in handler_files(root, HANDLERS_PACKAGE).items()
-        if key.startswith(RUNTIME_PREFIX) or key == PACKAGE_INIT
-    }
 
 
 def directory_files(directory: Path) -> dict[str, pulumi.Asset]:
@@ -132,7 +133,7 @@ def user_code_archive(
     files: dict[str, pulumi.Asset],
     field: str,
     source: object,
-    root: Path = PROJECT_ROOT,
+    root: Path = LIBRARY_ROOT,
 ) -> pulumi.AssetArchive:
     """The user's files plus the runtime: refused when the handler module is missing or when
     their files would shadow the runtime's import name."""
@@ -145,8 +146,9 @@ def user_code_archive(
         raise CodeError(
             field,
             source,
-            f"contains {shadowing[0]!r}: a top-level '{RUNTIME_PACKAGE}' of its own would "
-            "shadow the runtime the component ships; rename that package",
+            f"contains {shadowing[0]!r}: a top-level '{LIBRARY_PACKAGE}' of its own would "
+            "shadow the runtime the component ships; leave the library out of your code (the "
+            "component adds it)",
         )
     if not any(key in files for key in module_key_candidates(handler)):
         py, pkg = module_key_candidates(handler)
@@ -157,7 +159,5 @@ def user_code_archive(
         )
     merged: dict[str, pulumi.Asset | pulumi.Archive] = dict(files)
     for key, path in runtime_files(root).items():
-        # The user's own handlers/__init__.py (their package of the same name) wins: ours
-        # only marks the directory as a package.
-        merged.setdefault(key, pulumi.FileAsset(str(path)))
+        merged[key] = pulumi.FileAsset(str(path))
     return pulumi.AssetArchive(merged)

@@ -11,15 +11,14 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging.runtime import env
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env
 
 from . import alarms, dashboards, iam
 from .bundle import (
     CodeError,
     archive_assets,
     directory_files,
-    handler_module_exists,
     user_code_archive,
 )
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
@@ -61,29 +60,32 @@ def account_of(arn: str) -> str:
     return parts[4]
 
 
-def consumer_code(args: IdempotentQueueConsumerArgs) -> pulumi.Archive | None:
-    """The function's archive: None = this repository's handlers/ bundle; otherwise the
-    user's code with the runtime merged in. Raises before any resource exists."""
-    if args.code_path is None and args.code is None:
-        if not handler_module_exists(args.handler):
-            raise fail(
-                "handler", args.handler, "names a module that is not in the handlers/ bundle"
-            )
-        return None
+def consumer_code(
+    handler: str, code_path: str | None, code: pulumi.Archive | None, prefix: str = ""
+) -> pulumi.Archive:
+    """The function's archive: the user's code with the runtime merged in. Raises before any
+    resource exists; ``prefix`` names where the fields sit (``consumer_`` in MonthlyFanout)."""
     try:
-        if args.code_path is not None:
-            directory = Path(args.code_path)
+        if code_path is not None:
+            directory = Path(code_path)
             if not directory.is_dir():
-                raise fail("code_path", args.code_path, "is not a directory")
+                raise fail(f"{prefix}code_path", code_path, "is not a directory")
             return user_code_archive(
-                args.handler, directory_files(directory), "code_path", args.code_path
+                handler, directory_files(directory), f"{prefix}code_path", code_path
             )
-        assert args.code is not None
+        if code is None:
+            raise fail(
+                f"{prefix}code_path",
+                None,
+                f"give your handler's code: {prefix}code_path (a directory) or {prefix}code (a "
+                "pulumi archive); the library ships no consumer code of its own",
+            )
         return user_code_archive(
-            args.handler, archive_assets(args.code), "code", type(args.code).__name__
+            handler, archive_assets(code, f"{prefix}code"), f"{prefix}code", type(code).__name__
         )
     except CodeError as exc:
-        raise fail(exc.field, exc.value, exc.rule) from None
+        field = exc.field if exc.field.startswith(prefix) else f"{prefix}{exc.field}"
+        raise fail(field, exc.value, exc.rule) from None
 
 
 class IdempotentQueueConsumer(pulumi.ComponentResource):
@@ -138,7 +140,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 raise fail("args", type(args).__name__, "must be IdempotentQueueConsumerArgs")
             physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
             visibility = validate_consumer_args(name, physical, args)
-            code = consumer_code(args)
+            code = consumer_code(args.handler, args.code_path, args.code)
         super().__init__(
             TYPE_TOKEN,
             name,

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from idempotent_messaging.runtime import env
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env
 
 from .function_args import (
     CONSUMER_MEMORY_MB,
@@ -60,20 +60,20 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
 
     # --- Function -----------------------------------------------------------------------------
     handler: str
-    """Required. The Lambda handler string. Without ``code_path``/``code``: a handler inside
-    this repository's ``handlers/`` bundle, e.g. ``handlers.orders.handler``. With your own
-    code: a module path from the root of that code, e.g. ``app.handler`` for ``app.py``."""
+    """Required. The Lambda handler string: a module path from the root of your code and the
+    function, e.g. ``app.handler`` for ``app.py`` or ``payments.consumer.handler``."""
     code_path: str | None = None
-    """Default None = this repository's ``handlers/`` bundle. A directory with your own handler
-    code: it becomes the root of the function's archive and the component adds its runtime
-    (the ``idempotent_messaging.runtime`` package your handler imports) to the same archive. Checked before
-    any resource: the handler's module is in it and it has no ``handlers/runtime`` of its own
-    (which would shadow ours)."""
+    """A directory with your own handler code (give it or ``code``): it becomes the root of the
+    function's archive and the component adds the library's Lambda code (the
+    ``idempotent_messaging`` package your handler imports its runtime from) to the same archive.
+    Checked before any resource: the handler's module is in it and it has no
+    ``idempotent_messaging/`` of its own (which would shadow ours)."""
     code: pulumi.Archive | None = None
-    """Default None. Your code as a ``pulumi.AssetArchive`` (its keys are checked, as for
-    ``code_path``) or a ``pulumi.FileArchive`` of a directory; the alternative to
-    ``code_path``. Packed (zip/tar) and remote archives are refused: the runtime could not be
-    added to them and the handler module could not be checked."""
+    """Your code as a ``pulumi.AssetArchive`` (its keys are checked, as for ``code_path``; a
+    nested ``FileArchive`` of a directory keeps its key as a prefix) or a ``pulumi.FileArchive``
+    of a directory; the alternative to ``code_path``. Packed (zip/tar) and remote archives are
+    refused: the runtime could not be added to them and the handler module could not be
+    checked."""
     function_timeout_seconds: int = CONSUMER_TIMEOUT_SECONDS
     """Default 30 s: enough for a batch of 10 short DynamoDB transactions plus an SNS publish;
     the visibility timeout is derived from it (1..900)."""

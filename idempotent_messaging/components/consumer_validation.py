@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from idempotent_messaging.runtime import env
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env
 
 from .consumer_args import (
     STRATEGY_POWERTOOLS,
@@ -25,7 +25,6 @@ from .validation import (
 
 KEY_TYPES = ("S", "N", "B")
 
-_HANDLER_RE = re.compile(r"^handlers(\.[A-Za-z_][A-Za-z0-9_]*)+\.[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_HANDLER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _ATTR_RE = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
@@ -69,24 +68,21 @@ def validate_consumer_args(name: str, physical_name: str, args: IdempotentQueueC
     return visibility
 
 
+def check_handler(field: str, handler: object) -> None:
+    """A Lambda handler string: ``<module>.<function>``, the module a path from the code root."""
+    if not isinstance(handler, str) or not _MODULE_HANDLER_RE.match(handler):
+        raise fail(
+            field,
+            handler,
+            "must be '<module>.<function>' (e.g. 'app.handler'), the module a path from "
+            "the root of your code",
+        )
+
+
 def _validate_function(args: IdempotentQueueConsumerArgs) -> None:
     if args.code_path is not None and args.code is not None:
         raise fail("code", type(args.code).__name__, "give either code_path or code, not both")
-    if args.code_path is not None or args.code is not None:
-        if not isinstance(args.handler, str) or not _MODULE_HANDLER_RE.match(args.handler):
-            raise fail(
-                "handler",
-                args.handler,
-                "must be '<module>.<function>' (e.g. 'app.handler'), the module a path from "
-                "the root of your code",
-            )
-    elif not isinstance(args.handler, str) or not _HANDLER_RE.match(args.handler):
-        raise fail(
-            "handler",
-            args.handler,
-            "must be 'handlers.<module>.<function>' without code_path/code: the default "
-            "archive holds this repository's handlers/ only",
-        )
+    check_handler("handler", args.handler)
     validate_function_args(args)
     check_range(
         "function_timeout_seconds",

@@ -23,7 +23,8 @@ from .function_args import (
 
 @dataclass(frozen=True, kw_only=True)
 class MonthlyFanoutArgs(FunctionArgs):
-    """Everything a monthly, idempotent fan-out needs. Only the time zone is required. The
+    """Everything a monthly, idempotent fan-out needs. Required: the time zone and the charge
+    consumer's code (``consumer_handler`` plus ``consumer_code_path`` or ``consumer_code``). The
     FunctionArgs (architecture, runtime, Powertools layer, logging, metrics namespace, tracing)
     apply to the dispatcher and the charge consumer alike."""
 
@@ -40,6 +41,17 @@ class MonthlyFanoutArgs(FunctionArgs):
     """Default 3 (seed 003): Scheduler retries a failed delivery to the dispatcher; 0..185."""
     retry_maximum_event_age_seconds: int = 3600
     """Default 3600 s (seed 003): after an hour the fire goes to the schedule DLQ; 60..86400."""
+
+    # --- Charge consumer code (yours, as IdempotentQueueConsumer's handler/code_path/code) -----
+    consumer_handler: str
+    """Required. The charge consumer's handler, a module path from the root of your code, e.g.
+    ``billing.charges.handler``. It receives one work message per (tenant, employee, month) and
+    reads it with ``idempotent_messaging.dispatch.keys`` (docs/monthly.md)."""
+    consumer_code_path: str | None = None
+    """A directory with the charge consumer's code (give it or ``consumer_code``); the component
+    adds the library's Lambda code, as IdempotentQueueConsumer's ``code_path``."""
+    consumer_code: pulumi.Archive | None = None
+    """The charge consumer's code as an archive, as IdempotentQueueConsumer's ``code``."""
 
     # --- Dispatcher -----------------------------------------------------------------------------
     item_source: str = denv.SOURCE_DYNAMODB

@@ -1,6 +1,6 @@
 """A Lambda function with its role, least-privilege inline policy, log group and alarms.
 
-Shared by every component that runs code from the ``handlers/`` bundle.
+Shared by every component's functions (the consumers' and the monthly dispatcher).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 
 from . import alarms, iam
-from .bundle import handler_code_archive
+from .bundle import library_code_archive
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,7 +35,8 @@ class FunctionSpec:
     description: str = ""
     tags: Mapping[str, str] = field(default_factory=dict)
     code: pulumi.Archive | None = None
-    """Default None = the ``handlers/`` archive (bundle.handler_code_archive)."""
+    """Default None = the library's own Lambda code alone (bundle.library_code_archive), for a
+    handler of ours such as the monthly dispatcher."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def create_function(
         architectures=[spec.architecture],
         timeout=spec.timeout_seconds,
         memory_size=spec.memory_size_mb,
-        code=spec.code if spec.code is not None else handler_code_archive(),
+        code=spec.code if spec.code is not None else library_code_archive(),
         layers=list(spec.layers),
         environment=aws.lambda_.FunctionEnvironmentArgs(variables=dict(spec.environment)),
         tracing_config=aws.lambda_.FunctionTracingConfigArgs(

@@ -18,12 +18,18 @@ import pulumi
 import pulumi_aws as aws
 
 from idempotent_messaging.dispatch import env as denv
-from idempotent_messaging.runtime import env as renv
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env as renv
 
 from . import alarms, dashboards, iam
-from .consumer import COMPONENT_TAG_KEY, CONSUMER_OUTPUTS, IdempotentQueueConsumer
+from .consumer import (
+    COMPONENT_TAG_KEY,
+    CONSUMER_OUTPUTS,
+    IdempotentQueueConsumer,
+    consumer_code,
+)
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
+from .consumer_validation import check_handler
 from .fanout_args import MonthlyFanoutArgs
 from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
@@ -99,6 +105,18 @@ class MonthlyFanout(pulumi.ComponentResource):
                 raise fail("args", type(args).__name__, "must be MonthlyFanoutArgs")
             physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
             validate_fanout_args(name, physical, args)
+            # The charge consumer's code, checked here so errors name this component's fields
+            # (the child checks the same code again under its own names).
+            check_handler("consumer_handler", args.consumer_handler)
+            if args.consumer_code_path is not None and args.consumer_code is not None:
+                raise fail(
+                    "consumer_code",
+                    type(args.consumer_code).__name__,
+                    "give either consumer_code_path or consumer_code, not both",
+                )
+            consumer_code(
+                args.consumer_handler, args.consumer_code_path, args.consumer_code, "consumer_"
+            )
         super().__init__(
             TYPE_TOKEN,
             name,
@@ -117,7 +135,9 @@ class MonthlyFanout(pulumi.ComponentResource):
         self.consumer: IdempotentQueueConsumer = IdempotentQueueConsumer(
             f"{name}-charges",
             IdempotentQueueConsumerArgs(
-                handler=CHARGES_HANDLER,
+                handler=args.consumer_handler,
+                code_path=args.consumer_code_path,
+                code=args.consumer_code,
                 fifo=True,
                 content_based_deduplication=False,  # the dispatcher sends a dedup id
                 high_throughput_fifo=args.work_queue_high_throughput,

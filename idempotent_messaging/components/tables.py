@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging.runtime import env
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Compatibility names for the offline engine's analyzer driver (see ``policy.offline``)."""
 
-from idempotent_messaging.policy.offline.analyzer import (
+from .offline.analyzer import (
     PolicyConfigError,
     RuleError,
     Violation,

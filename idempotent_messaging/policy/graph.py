@@ -18,7 +18,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from idempotent_messaging.policy.values import UNKNOWN, is_unknown, plain
+from .values import UNKNOWN, is_unknown, plain
 
 QUEUE = "aws:sqs/queue:Queue"
 REDRIVE_POLICY = "aws:sqs/redrivePolicy:RedrivePolicy"

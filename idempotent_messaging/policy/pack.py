@@ -25,10 +25,10 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from idempotent_messaging.policy import rules as rules_package
-from idempotent_messaging.policy.graph import Graph, node_from_policy_resource
-from idempotent_messaging.policy.rules._base import ResourceCheck, Rule, StackCheck
-from idempotent_messaging.policy.values import plain, raw_props
+from . import rules as rules_package
+from .graph import Graph, node_from_policy_resource
+from .rules._base import ResourceCheck, Rule, StackCheck
+from .values import plain, raw_props
 
 PACK_NAME = "idempotent-messaging"
 PACK_DESCRIPTION = (

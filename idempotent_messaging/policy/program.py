@@ -1,8 +1,8 @@
 """Compatibility names for the offline engine's runner (see ``policy.offline``)."""
 
-from idempotent_messaging.policy.offline.errors import MissingPackageError, ProgramError
-from idempotent_messaging.policy.offline.mocks import AwsMocks, policy_document_from_args
-from idempotent_messaging.policy.offline.project import (
+from .offline.errors import MissingPackageError, ProgramError
+from .offline.mocks import AwsMocks, policy_document_from_args
+from .offline.project import (
     DEFAULT_ACCOUNT_ID,
     DEFAULT_REGION,
     SECRET_PLACEHOLDER,
@@ -12,8 +12,8 @@ from idempotent_messaging.policy.offline.project import (
     load_project,
     load_stack_config,
 )
-from idempotent_messaging.policy.offline.recorder import RecordedResource, RecordingMonitor, struct_to_plain
-from idempotent_messaging.policy.offline.runner import ProgramRun, run_program
+from .offline.recorder import RecordedResource, RecordingMonitor, struct_to_plain
+from .offline.runner import ProgramRun, run_program
 
 __all__ = [
     "DEFAULT_ACCOUNT_ID",

@@ -48,7 +48,11 @@ from idempotent_messaging.runtime.errors import (
     PoisonMessage,
     SchemaError,
 )
-from idempotent_messaging.runtime.keys import EventIdFromAttribute, EventIdFromBody, EventIdFromContentHash
+from idempotent_messaging.runtime.keys import (
+    EventIdFromAttribute,
+    EventIdFromBody,
+    EventIdFromContentHash,
+)
 from idempotent_messaging.runtime.notify import Notification
 from idempotent_messaging.runtime.observability import Outcome, logger, metrics
 from idempotent_messaging.runtime.settings import Settings

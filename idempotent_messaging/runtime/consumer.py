@@ -58,7 +58,12 @@ from idempotent_messaging.runtime.notify import (
     PublishEntry,
     chunk_entries,
 )
-from idempotent_messaging.runtime.observability import Outcome, logger, record_outcome, refresh_from_env
+from idempotent_messaging.runtime.observability import (
+    Outcome,
+    logger,
+    record_outcome,
+    refresh_from_env,
+)
 from idempotent_messaging.runtime.quarantine import Quarantine, QuarantineEntry, chunk_quarantine
 from idempotent_messaging.runtime.settings import Settings
 from idempotent_messaging.runtime.store import (

@@ -17,9 +17,9 @@ import boto3
 import pytest
 
 from emulator.demo import OUTCOME_MEANINGS, ConsumerReport, check_invariants
-from idempotent_messaging.runtime.observability import Outcome
 from idempotent_messaging.ops.cli import main as ops_main
 from idempotent_messaging.ops.outputs import Consumer
+from idempotent_messaging.runtime.observability import Outcome
 
 pytestmark = pytest.mark.e2e
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,12 +155,24 @@ OUTPUT_NAMES = (
     "function_name", "function_arn", "role_arn", "alarm_names", "alarm_topic_arn",
 )  # fmt: skip
 DEFAULT_HANDLER = "handlers.orders.handler"
+HANDLERS_DIR = Path(__file__).resolve().parents[2] / "handlers"
+
+
+def reference_code() -> Any:
+    """The reference program's handlers/ as the reference program passes it (__main__.py)."""
+    import pulumi
+
+    return pulumi.AssetArchive({"handlers": pulumi.FileArchive(str(HANDLERS_DIR))})
 
 
 def consumer_args(**overrides: Any) -> Any:
+    """Args of a consumer running the reference ``orders`` handler, unless overridden."""
     from idempotent_messaging.components import IdempotentQueueConsumerArgs
 
-    return IdempotentQueueConsumerArgs(**{"handler": DEFAULT_HANDLER, **overrides})
+    defaults: dict[str, Any] = {"handler": DEFAULT_HANDLER}
+    if "code_path" not in overrides and "code" not in overrides:
+        defaults["code"] = reference_code()
+    return IdempotentQueueConsumerArgs(**{**defaults, **overrides})
 
 
 ConsumerRunner = Callable[..., Run]

@@ -18,6 +18,7 @@ from .conftest import ConsumerRunner, PulumiHarness, consumer_args
 
 pytestmark = pytest.mark.infra
 
+NOT_LAMBDA = ("components", "policy", "ops")
 HANDLER_SOURCE = (
     "from idempotent_messaging.runtime import Consumer, lambda_handler\n"
     "def handler(event, context):\n"
@@ -50,10 +51,15 @@ def test_a_directory_ships_with_the_runtime_in_one_archive(
     assert fn.inputs["handler"] == "app.handler"
     keys = archive_keys(fn.inputs["code"])
     runtime = sorted(bundle.runtime_files())
-    assert "handlers/runtime/consumer.py" in runtime and "handlers/__init__.py" in runtime
+    assert "idempotent_messaging/runtime/consumer.py" in runtime
+    assert "idempotent_messaging/__init__.py" in runtime
     assert keys == sorted(["app.py", "billing/__init__.py", "billing/rules.json", *runtime])
-    # none of this repository's own consumers travel with the user's code
-    assert "handlers/orders.py" not in keys and "handlers/charges.py" not in keys
+    # none of the reference program's own consumers travel with the user's code, nor the
+    # library's deploy-time code (components, policy pack, ops)
+    assert not [k for k in keys if k.startswith("handlers/")]
+    assert not [
+        k for k in keys if k.startswith(tuple(f"idempotent_messaging/{p}/" for p in NOT_LAMBDA))
+    ]
 
 
 def test_own_code_keeps_the_env_contract_and_least_privilege(
@@ -79,7 +85,20 @@ def test_an_asset_archive_is_merged_key_by_key(run_consumer: ConsumerRunner) -> 
     )
     run = run_consumer(handler="consumers.payments.handler", code=code)
     keys = archive_keys(run.one("aws:lambda/function:Function").inputs["code"])
-    assert {"consumers/payments.py", "handlers/runtime/entry.py"} <= set(keys)
+    assert {"consumers/payments.py", "idempotent_messaging/runtime/entry.py"} <= set(keys)
+
+
+def test_no_consumer_code_is_refused_naming_both_ways_to_give_it(
+    pulumi_harness: PulumiHarness,
+) -> None:
+    from idempotent_messaging.components import IdempotentQueueConsumer, IdempotentQueueConsumerArgs
+
+    with pytest.raises(ValueError, match=r"code_path=None: give your handler's code: code_path"):
+        pulumi_harness.run(
+            lambda: IdempotentQueueConsumer(
+                "orders", IdempotentQueueConsumerArgs(handler="app.handler")
+            )
+        )
 
 
 def test_the_users_own_handlers_package_keeps_its_init(
@@ -92,7 +111,7 @@ def test_the_users_own_handlers_package_keeps_its_init(
     code = run.one("aws:lambda/function:Function").inputs["code"]
     init = code.assets["handlers/__init__.py"]
     assert Path(init.path) == tmp_path / "handlers" / "__init__.py"
-    assert "handlers/runtime/consumer.py" in code.assets
+    assert "idempotent_messaging/runtime/consumer.py" in code.assets
 
 
 @pytest.mark.parametrize(
@@ -100,12 +119,12 @@ def test_the_users_own_handlers_package_keeps_its_init(
     [
         ({"app.py": HANDLER_SOURCE}, "main.handler", r"handler='main.handler': .*main.py"),
         (
-            {"app.py": HANDLER_SOURCE, "handlers/runtime/__init__.py": ""},
+            {"app.py": HANDLER_SOURCE, "idempotent_messaging/runtime/__init__.py": ""},
             "app.handler",
-            r"code_path=.*handlers/runtime/__init__.py.*shadow the runtime",
+            r"code_path=.*idempotent_messaging/runtime/__init__.py.*shadow the runtime",
         ),
         (
-            {"app.py": HANDLER_SOURCE, "handlers/runtime.py": ""},
+            {"app.py": HANDLER_SOURCE, "idempotent_messaging.py": ""},
             "app.handler",
             "shadow the runtime",
         ),
@@ -191,8 +210,8 @@ def test_the_shipped_archive_imports_on_its_own(tmp_path: Path, user_code: Path)
         (task / key).parent.mkdir(parents=True, exist_ok=True)
         (task / key).write_bytes(Path(asset.path).read_bytes())
     probe = (
-        "import app, idempotent_messaging.runtime, sys;"
-        "assert idempotent_messaging.runtime.__file__.startswith(sys.argv[1]), idempotent_messaging.runtime.__file__;"
+        "import app, idempotent_messaging.runtime as rt, sys;"
+        "assert rt.__file__.startswith(sys.argv[1]), rt.__file__;"
         "print(app.handler({'Records': []}, None))"
     )
     done = subprocess.run(

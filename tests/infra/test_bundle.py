@@ -1,4 +1,5 @@
-"""The Lambda code archive holds the handlers/ package's Python files and nothing else."""
+"""Lambda archives: the library adds its Lambda-side packages (runtime, dispatch) and nothing
+else of itself; the consumer's own code is always the user's."""
 
 from __future__ import annotations
 
@@ -10,22 +11,22 @@ import pytest
 
 from idempotent_messaging.components import bundle
 
-from .conftest import ConsumerRunner
+from .conftest import HANDLERS_DIR, ConsumerRunner
 
 pytestmark = pytest.mark.infra
 
 
 def make_tree(root: Path) -> None:
     files = [
-        "handlers/__init__.py",
-        "handlers/orders.py",
-        "handlers/runtime/__init__.py",
-        "handlers/runtime/env.py",
-        "handlers/__pycache__/orders.cpython-312.pyc",
-        "handlers/runtime/__pycache__/env.cpython-312.pyc",
-        "handlers/tests/test_orders.py",
-        "handlers/test_local.py",
-        "handlers/README.md",
+        "pkg/__init__.py",
+        "pkg/orders.py",
+        "pkg/runtime/__init__.py",
+        "pkg/runtime/env.py",
+        "pkg/__pycache__/orders.cpython-312.pyc",
+        "pkg/runtime/__pycache__/env.cpython-312.pyc",
+        "pkg/tests/test_orders.py",
+        "pkg/test_local.py",
+        "pkg/README.md",
         "components/consumer.py",
         "tests/test_x.py",
         "__main__.py",
@@ -36,46 +37,58 @@ def make_tree(root: Path) -> None:
         path.write_text("# x\n")
 
 
-def test_archive_keys_are_package_relative_python_files_only(tmp_path: Path) -> None:
+def test_package_files_are_root_relative_python_files_only(tmp_path: Path) -> None:
     make_tree(tmp_path)
-    archive = bundle.handler_code_archive(tmp_path)
-    assert isinstance(archive, pulumi.AssetArchive)
-    assert sorted(archive.assets) == [
-        "handlers/__init__.py",
-        "handlers/orders.py",
-        "handlers/runtime/__init__.py",
-        "handlers/runtime/env.py",
+    files = bundle.handler_files(tmp_path, "pkg")
+    assert list(files) == [
+        "pkg/__init__.py",
+        "pkg/orders.py",
+        "pkg/runtime/__init__.py",
+        "pkg/runtime/env.py",
     ]
-    for key, asset in archive.assets.items():
-        assert isinstance(asset, pulumi.FileAsset)
-        assert Path(asset.path) == tmp_path / key
-
-
-def test_handler_module_lookup(tmp_path: Path) -> None:
-    make_tree(tmp_path)
-    assert bundle.handler_module_exists("handlers.orders.handler", tmp_path)
-    assert bundle.handler_module_exists("idempotent_messaging.runtime.handler", tmp_path)  # a package
-    assert not bundle.handler_module_exists("handlers.billing.handler", tmp_path)
+    assert list(bundle.handler_files(tmp_path, "pkg.runtime")) == [
+        "pkg/runtime/__init__.py",
+        "pkg/runtime/env.py",
+    ]
+    for key, path in files.items():
+        assert path == tmp_path / key
 
 
 def test_a_directory_without_the_package_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is not a Python package"):
-        bundle.handler_code_archive(tmp_path)
+        bundle.handler_files(tmp_path, "pkg")
 
 
-def test_real_bundle_has_no_pulumi_components_policy_or_tests() -> None:
-    keys = list(bundle.handler_files())
-    assert "handlers/__init__.py" in keys
-    assert "handlers/runtime/env.py" in keys
-    assert all(k.startswith("handlers/") and k.endswith(".py") for k in keys)
-    assert not [k for k in keys if "__pycache__" in k or "/tests/" in k]
-    forbidden = re.compile(r"^\s*(import|from)\s+(pulumi|components|policy)\b", re.MULTILINE)
-    for key, path in bundle.handler_files().items():
+def test_the_library_ships_its_lambda_packages_and_nothing_deploy_time() -> None:
+    keys = list(bundle.runtime_files())
+    assert "idempotent_messaging/__init__.py" in keys
+    assert "idempotent_messaging/runtime/consumer.py" in keys
+    assert "idempotent_messaging/dispatch/app.py" in keys
+    lambda_prefixes = ("idempotent_messaging/runtime/", "idempotent_messaging/dispatch/")
+    assert all(
+        k == "idempotent_messaging/__init__.py" or k.startswith(lambda_prefixes) for k in keys
+    )
+    assert all(k.endswith(".py") and "__pycache__" not in k for k in keys)
+    forbidden = re.compile(
+        r"^\s*(import|from)\s+(pulumi|idempotent_messaging\.(components|policy|ops))\b",
+        re.MULTILINE,
+    )
+    for key, path in bundle.runtime_files().items():
         assert not forbidden.search(path.read_text()), key
 
 
-def test_function_ships_the_handlers_archive(run_consumer: ConsumerRunner) -> None:
+def test_the_package_init_imports_nothing() -> None:
+    """It lands in every Lambda archive: no pulumi, boto3 or anything else at import."""
+    init = dict(bundle.runtime_files())["idempotent_messaging/__init__.py"].read_text()
+    assert not re.search(r"^\s*(import|from)\s", init, re.MULTILINE)
+    assert re.search(r'^__version__ = "\d+\.\d+\.\d+', init, re.MULTILINE)
+
+
+def test_the_reference_consumer_ships_its_handlers_with_the_library(
+    run_consumer: ConsumerRunner,
+) -> None:
     fn = run_consumer().one("aws:lambda/function:Function")
     code = fn.inputs["code"]
     assert isinstance(code, pulumi.AssetArchive)
-    assert sorted(code.assets) == sorted(bundle.handler_files())
+    own = {f"handlers/{p.relative_to(HANDLERS_DIR).as_posix()}" for p in HANDLERS_DIR.glob("*.py")}
+    assert set(code.assets) == own | set(bundle.runtime_files())

@@ -76,7 +76,10 @@ def test_each_component_has_its_args_validation_and_constructor_modules() -> Non
     assert IdempotentQueueConsumer.__module__ == "idempotent_messaging.components.consumer"
     assert MonthlyFanout.__module__ == "idempotent_messaging.components.monthly_fanout"
     # the constructor modules define no dataclass and no validate_* of their own
-    for module_name in ("idempotent_messaging.components.consumer", "idempotent_messaging.components.monthly_fanout"):
+    for module_name in (
+        "idempotent_messaging.components.consumer",
+        "idempotent_messaging.components.monthly_fanout",
+    ):
         module = __import__(module_name, fromlist=["_"])
         source = Path(inspect.getfile(module)).read_text()
         assert "@dataclass" not in source, module_name

@@ -12,6 +12,7 @@ import dataclasses
 import importlib.metadata
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +28,7 @@ import yaml
 from pulumi.runtime import proto
 from pulumi.runtime.proto import provider_pb2_grpc
 
+import idempotent_messaging
 from idempotent_messaging.components import (
     CONSUMER_OUTPUTS,
     FANOUT_OUTPUTS,
@@ -41,13 +43,14 @@ from idempotent_messaging.components.provider import PACKAGE_NAME, IdempotentMes
 from idempotent_messaging.components.stage_config import camel
 from idempotent_messaging.policy.offline.recorder import RecordingMonitor
 
-from .conftest import PulumiHarness, Run
+from .conftest import PulumiHarness, Run, reference_code
 
 pytestmark = pytest.mark.infra
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPOSITORY / "provider"
-VERSION = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]["version"]
+PYPROJECT = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
+VERSION = idempotent_messaging.__version__
 CONSUMER = f"{PACKAGE_NAME}:index:IdempotentQueueConsumer"
 FANOUT = f"{PACKAGE_NAME}:index:MonthlyFanout"
 BUSINESS_TABLE = f"{PACKAGE_NAME}:index:BusinessTableArgs"
@@ -212,6 +215,7 @@ def test_constructing_a_consumer_from_schema_inputs_creates_what_the_python_api_
     # Numbers reach a provider as floats (protobuf Struct has one number type).
     inputs = {
         "handler": "handlers.orders.handler",
+        "code": reference_code(),
         "functionTimeoutSeconds": 60.0,
         "maxReceiveCount": 7.0,
         "businessTable": {"name": "order_records", "hashKey": "order_id"},
@@ -222,6 +226,7 @@ def test_constructing_a_consumer_from_schema_inputs_creates_what_the_python_api_
     }
     python_args = IdempotentQueueConsumerArgs(
         handler="handlers.orders.handler",
+        code=reference_code(),
         function_timeout_seconds=60,
         max_receive_count=7,
         business_table=BusinessTableArgs(name="order_records", hash_key="order_id"),
@@ -251,8 +256,18 @@ def test_constructing_a_consumer_from_schema_inputs_creates_what_the_python_api_
 def test_constructing_a_fanout_from_schema_inputs_creates_what_the_python_api_creates(
     pulumi_harness: PulumiHarness,
 ) -> None:
-    inputs = {"scheduleExpressionTimezone": "Asia/Tokyo", "scanSegments": 8.0}
-    python_args = MonthlyFanoutArgs(schedule_expression_timezone="Asia/Tokyo", scan_segments=8)
+    inputs = {
+        "scheduleExpressionTimezone": "Asia/Tokyo",
+        "scanSegments": 8.0,
+        "consumerHandler": "handlers.charges.handler",
+        "consumerCode": reference_code(),
+    }
+    python_args = MonthlyFanoutArgs(
+        schedule_expression_timezone="Asia/Tokyo",
+        scan_segments=8,
+        consumer_handler="handlers.charges.handler",
+        consumer_code=reference_code(),
+    )
     from_schema = pulumi_harness.run(lambda: construct(FANOUT, "monthly-charge", inputs))
     from_python = pulumi_harness.run(lambda: MonthlyFanout("monthly-charge", python_args))
     assert registered_shape(from_schema) == registered_shape(from_python)
@@ -325,8 +340,20 @@ class AliasRecordingMonitor(RecordingMonitor):
 @pytest.mark.parametrize(
     ("component", "args", "token"),
     [
-        (IdempotentQueueConsumer, {"handler": "handlers.orders.handler"}, CONSUMER),
-        (MonthlyFanout, {"schedule_expression_timezone": "Asia/Tokyo"}, FANOUT),
+        (
+            IdempotentQueueConsumer,
+            {"handler": "handlers.orders.handler", "code": reference_code()},
+            CONSUMER,
+        ),
+        (
+            MonthlyFanout,
+            {
+                "schedule_expression_timezone": "Asia/Tokyo",
+                "consumer_handler": "handlers.charges.handler",
+                "consumer_code": reference_code(),
+            },
+            FANOUT,
+        ),
     ],
 )
 def test_the_former_components_type_token_is_an_alias(
@@ -371,6 +398,11 @@ def requirement_closure(requirements: list[str]) -> set[str]:
         if dist in closure:
             continue
         closure.add(dist)
+        if dist == requirement_name(PYPROJECT["name"]):
+            # The package itself (installed from its wheel in the plugin's venv; this checkout
+            # runs it from source): what it brings is what pyproject declares.
+            pending.extend(requirement_name(r) for r in PYPROJECT["dependencies"])
+            continue
         try:
             requires = importlib.metadata.requires(dist) or []
         except importlib.metadata.PackageNotFoundError:
@@ -412,6 +444,8 @@ def test_plugin_requirements_are_enough_to_import_and_serve_the_components() -> 
         for line in (PLUGIN_DIR / "requirements.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
+    # The plugin depends on the installed package, not on a checkout's path.
+    assert [requirement_name(r) for r in requirements] == ["idempotent-messaging"]
     closure = requirement_closure(requirements)
     assert {"pulumi", "pulumi-aws"} <= closure
     result = subprocess.run(
@@ -436,6 +470,8 @@ def test_the_plugin_directory_serves_the_same_schema_over_grpc(schema: dict[str,
     proc = subprocess.Popen(  # killed below: it serves until the engine stops it
         [sys.executable, str(PLUGIN_DIR), "127.0.0.1:1"],
         cwd=PLUGIN_DIR,
+        # The package as the plugin's venv would hold it (here: this checkout's source).
+        env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from idempotent_messaging.components import CONSUMER_OUTPUTS
-from idempotent_messaging.runtime import env
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env
 
 from .conftest import ACCOUNT, OUTPUT_NAMES, REGION, UNKNOWN, ConsumerRunner, Run
 

@@ -18,15 +18,15 @@ DAY = 24 * 3600
 # (id, overrides, fragments the message must contain: field=value and a piece of the rule)
 CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     (
-        "handler-outside-bundle",
+        "handler-outside-code",
         {"handler": "app.main.handler"},
-        ("handler='app.main.handler'", "handlers/"),
+        ("handler='app.main.handler'", "not in code", "app/main.py"),
     ),
     ("handler-no-function", {"handler": "handlers"}, ("handler='handlers'",)),
     (
         "handler-missing-module",
         {"handler": "handlers.nope.handler"},
-        ("handlers.nope.handler", "not in the handlers/ bundle"),
+        ("handlers.nope.handler", "not in code (looked for handlers/nope.py"),
     ),
     (
         "timeout-zero",

@@ -11,9 +11,9 @@ import pytest
 
 from idempotent_messaging.components import dashboards
 from idempotent_messaging.dispatch import app as dispatcher_app
-from idempotent_messaging.runtime.observability import Outcome
 from idempotent_messaging.policy.program import ProgramRun, run_program
 from idempotent_messaging.policy.values import is_unknown
+from idempotent_messaging.runtime.observability import Outcome
 from tests.stages import PROJECT_DIR
 
 pytestmark = pytest.mark.infra

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from idempotent_messaging.dispatch import env as denv
-from idempotent_messaging.runtime import env as renv
 from idempotent_messaging.policy import limits
+from idempotent_messaging.runtime import env as renv
 
-from .conftest import ACCOUNT, REGION, UNKNOWN, PulumiHarness, Registered, Run
+from .conftest import ACCOUNT, REGION, UNKNOWN, PulumiHarness, Registered, Run, reference_code
 
 pytestmark = pytest.mark.infra
 
@@ -41,7 +41,13 @@ def run_fanout(pulumi_harness: PulumiHarness) -> FanoutRunner:
     def runner(*, preview: bool = False, **overrides: Any) -> Run:
         from idempotent_messaging.components.monthly_fanout import MonthlyFanout, MonthlyFanoutArgs
 
-        args = MonthlyFanoutArgs(**{"schedule_expression_timezone": "Asia/Tokyo", **overrides})
+        defaults: dict[str, Any] = {
+            "schedule_expression_timezone": "Asia/Tokyo",
+            "consumer_handler": "handlers.charges.handler",
+        }
+        if "consumer_code_path" not in overrides and "consumer_code" not in overrides:
+            defaults["consumer_code"] = reference_code()
+        args = MonthlyFanoutArgs(**{**defaults, **overrides})
 
         def program() -> dict[str, Any]:
             fanout = MonthlyFanout("monthly-charge", args)

@@ -139,8 +139,14 @@ def test_every_plain_field_of_both_args_is_settable_from_config() -> None:
         "tags": {"team": "a"},
         "alarm_emails": ("a@b.cd",),
     }
-    args = build_args("fanouts.x", MonthlyFanoutArgs, {"schedule_expression_timezone": "UTC"})
+    args = build_args(
+        "fanouts.x",
+        MonthlyFanoutArgs,
+        {"schedule_expression_timezone": "UTC", "consumer_handler": "app.handler"},
+    )
     assert args.schedule_expression_timezone == "UTC"
+    with pytest.raises(ConfigError, match=r"fanouts.x.consumerHandler=None: is required"):
+        build_args("fanouts.x", MonthlyFanoutArgs, {"schedule_expression_timezone": "UTC"})
     with pytest.raises(ConfigError, match=r"consumers.x.tags.team=1: must be a string"):
         settings_to_kwargs("consumers.x", {"tags": {"team": 1}}, IdempotentQueueConsumerArgs)
 

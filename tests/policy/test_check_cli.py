@@ -273,7 +273,10 @@ def _exploding_policies(level: str, kind: str) -> list:
 def test_a_mandatory_rule_that_raises_fails_closed_naming_rule_and_resource(
     kind, projects, monkeypatch, capsys
 ):
-    monkeypatch.setattr("idempotent_messaging.policy.offline.analyzer.POLICIES", _exploding_policies("mandatory", kind))
+    monkeypatch.setattr(
+        "idempotent_messaging.policy.offline.analyzer.POLICIES",
+        _exploding_policies("mandatory", kind),
+    )
     code, report = run_json(capsys, "--project", str(projects["good"]), "--stack", "dev")
     assert code == 2  # `good` has no mandatory violation: without failing closed it passes
     assert report["error"]["stage"] == "rule-failure"
@@ -286,7 +289,8 @@ def test_a_mandatory_rule_that_raises_fails_closed_naming_rule_and_resource(
 
 def test_the_failing_rule_and_resource_are_named_on_stderr(projects, monkeypatch, capsys):
     monkeypatch.setattr(
-        "idempotent_messaging.policy.offline.analyzer.POLICIES", _exploding_policies("mandatory", "stack")
+        "idempotent_messaging.policy.offline.analyzer.POLICIES",
+        _exploding_policies("mandatory", "stack"),
     )
     code = main(["--project", str(projects["good"]), "--stack", "dev"])
     err = capsys.readouterr().err
@@ -299,7 +303,8 @@ def test_the_failing_rule_and_resource_are_named_on_stderr(projects, monkeypatch
 
 def test_an_advisory_rule_that_raises_is_reported_not_fatal(projects, monkeypatch, capsys):
     monkeypatch.setattr(
-        "idempotent_messaging.policy.offline.analyzer.POLICIES", _exploding_policies("advisory", "resource")
+        "idempotent_messaging.policy.offline.analyzer.POLICIES",
+        _exploding_policies("advisory", "resource"),
     )
     code, report = run_json(capsys, "--project", str(projects["good"]), "--stack", "dev")
     assert code == 0

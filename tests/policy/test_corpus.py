@@ -174,7 +174,12 @@ def test_real_cli_subprocess_gives_the_in_process_report(
 ):
     for mode in MODES:
         proc = subprocess.run(
-            [sys.executable, "-m", "idempotent_messaging.policy.check", *argv(project(program, tmp_path), mode)],
+            [
+                sys.executable,
+                "-m",
+                "idempotent_messaging.policy.check",
+                *argv(project(program, tmp_path), mode),
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,

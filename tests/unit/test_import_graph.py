@@ -21,7 +21,12 @@ KNOWN_CYCLES = {
     # The consumer module picks the Powertools strategy with a lazy import, and that strategy
     # imports the consumer contract (for types). The runtime restructure (contract apart from
     # the strategies, strategies chosen in one place) removes it: then delete this entry.
-    frozenset({"idempotent_messaging.runtime.consumer", "idempotent_messaging.runtime.powertools_strategy"}),
+    frozenset(
+        {
+            "idempotent_messaging.runtime.consumer",
+            "idempotent_messaging.runtime.powertools_strategy",
+        }
+    ),
 }
 
 
@@ -49,8 +54,9 @@ def test_the_check_covers_every_root_package_import_linter_checks() -> None:
     graph = build_graph(roots)
     # The ops -> emulator dependency that once closed a cycle was a lazy import in a function;
     # the graph must hold such imports, e.g. the runtime's lazy strategy import.
-    assert "idempotent_messaging.runtime.powertools_strategy" in graph.find_modules_directly_imported_by(
-        "idempotent_messaging.runtime.consumer"
+    assert (
+        "idempotent_messaging.runtime.powertools_strategy"
+        in graph.find_modules_directly_imported_by("idempotent_messaging.runtime.consumer")
     )
 
 

@@ -8,7 +8,7 @@
     runner    run_program / run_function: a program run in-process, isolated
     analyzer  pulumi-policy's own analyzer servicer driven in-process; rules fail closed
     report    text / JSON / SARIF
-    cli       `python -m policy.check`
+    cli       `python -m idempotent_messaging.policy.check`
 
 The pack's rule modules never import this package (an import-linter contract says so): the
 engine depends on the pack, never the reverse. The infra tests and the emulator deploy use the

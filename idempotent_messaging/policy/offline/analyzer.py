@@ -32,10 +32,10 @@ from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _NotApplicableError, _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UnknownValueError
 
-from idempotent_messaging.policy.offline.errors import OfflineCheckError, RuleFailureError
-from idempotent_messaging.policy.offline.project import STACK_TYPE
-from idempotent_messaging.policy.offline.runner import ProgramRun
-from idempotent_messaging.policy.pack import PACK_DESCRIPTION, PACK_NAME, POLICIES
+from ..offline.errors import OfflineCheckError, RuleFailureError
+from ..offline.project import STACK_TYPE
+from ..offline.runner import ProgramRun
+from ..pack import PACK_DESCRIPTION, PACK_NAME, POLICIES
 
 _LEVELS = {
     "advisory": proto.ADVISORY,

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from idempotent_messaging.policy.offline.errors import OfflineCheckError
+from ..offline.errors import OfflineCheckError
 
 ANSWERS_FILE_NAME = "offline-answers.yaml"
 

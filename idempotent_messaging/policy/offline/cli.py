@@ -1,9 +1,9 @@
 """Offline policy check: run a Pulumi Python project under mocks and analyze it with the pack.
 
-    python -m policy.check --project DIR --stack NAME [--preview] [--config FILE]
+    idempotent-messaging-check --project DIR --stack NAME [--preview] [--config FILE]
                            [--answers FILE] [--package-path DIR ...]
                            [--format text|json|sarif] [--output FILE]
-    python -m policy.check --state FILE [--config FILE] [--format ...] [--output FILE]
+    idempotent-messaging-check --state FILE [--config FILE] [--format ...] [--output FILE]
 
 No Pulumi CLI, no cloud account. `--preview` makes computed outputs unknown, as in a real
 `pulumi preview` of new resources. `--config` takes the CLI's policy-config JSON
@@ -34,12 +34,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from idempotent_messaging.policy.offline.analyzer import Violation, analyze_with_errors, load_config_file
-from idempotent_messaging.policy.offline.answers import Answers, load_answers
-from idempotent_messaging.policy.offline.errors import OfflineCheckError, ProgramError
-from idempotent_messaging.policy.offline.report import Report, error_json, to_json, to_sarif, to_text
-from idempotent_messaging.policy.offline.runner import ProgramRun, run_program
-from idempotent_messaging.policy.offline.statefile import StateFileError, load_state
+from ..offline.analyzer import Violation, analyze_with_errors, load_config_file
+from ..offline.answers import Answers, load_answers
+from ..offline.errors import OfflineCheckError, ProgramError
+from ..offline.report import Report, error_json, to_json, to_sarif, to_text
+from ..offline.runner import ProgramRun, run_program
+from ..offline.statefile import StateFileError, load_state
 
 
 def repo_root(start: Path) -> Path:
@@ -121,9 +121,9 @@ def _close_event_loops() -> None:
 
 
 def _stage(exc: BaseException) -> str:
-    from idempotent_messaging.policy.offline.analyzer import AnalysisError, PolicyConfigError
-    from idempotent_messaging.policy.offline.answers import AnswersError
-    from idempotent_messaging.policy.offline.errors import MissingPackageError, RuleFailureError
+    from ..offline.analyzer import AnalysisError, PolicyConfigError
+    from ..offline.answers import AnswersError
+    from ..offline.errors import MissingPackageError, RuleFailureError
 
     for cls, stage in (
         (MissingPackageError, "missing-package"),
@@ -152,7 +152,7 @@ def _fail(message: str, stage: str, fmt: str, output: str | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m policy.check",
+        prog="python -m idempotent_messaging.policy.check",
         description="Run a Pulumi Python project under mocks and check it with the policy pack.",
     )
     parser.add_argument("--project", help="project directory (holds Pulumi.yaml)")
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Process entry point (`python -m policy.check`)."""
+    """Process entry point (`python -m idempotent_messaging.policy.check`)."""
     # A stack of thousands of resources builds a large, long-lived object graph (registrations,
     # protobufs, the resource graph); the default generation-0 threshold makes the collector
     # re-scan it thousands of times, which made the check grow faster than the stack. Nothing

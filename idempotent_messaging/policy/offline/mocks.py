@@ -27,10 +27,10 @@ from typing import Any
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs
 
-from idempotent_messaging.policy.offline import typed
-from idempotent_messaging.policy.offline.answers import Answers
-from idempotent_messaging.policy.offline.project import DEFAULT_ACCOUNT_ID, DEFAULT_REGION
-from idempotent_messaging.policy.values import UNKNOWN_STRING_SENTINEL, is_unknown
+from ..offline import typed
+from ..offline.answers import Answers
+from ..offline.project import DEFAULT_ACCOUNT_ID, DEFAULT_REGION
+from ..values import UNKNOWN_STRING_SENTINEL, is_unknown
 
 SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from idempotent_messaging.policy.offline.errors import ProgramError
+from ..offline.errors import ProgramError
 
 SECRET_PLACEHOLDER = "[secret: encrypted in the stack file, not decrypted offline]"
 DEFAULT_ACCOUNT_ID = "123456789012"

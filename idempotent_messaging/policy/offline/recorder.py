@@ -29,9 +29,9 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 
-from idempotent_messaging.policy.offline import typed
-from idempotent_messaging.policy.offline.project import STACK_TYPE
-from idempotent_messaging.policy.values import UNKNOWN, UNKNOWN_STRING_SENTINEL, is_unknown
+from ..offline import typed
+from ..offline.project import STACK_TYPE
+from ..values import UNKNOWN, UNKNOWN_STRING_SENTINEL, is_unknown
 
 
 @dataclass

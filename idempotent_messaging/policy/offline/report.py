@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from idempotent_messaging.policy.offline.analyzer import RuleError, Violation, pack_version
-from idempotent_messaging.policy.offline.project import STACK_TYPE
-from idempotent_messaging.policy.offline.recorder import RecordedResource
-from idempotent_messaging.policy.offline.runner import ProgramRun
-from idempotent_messaging.policy.pack import PACK_NAME, POLICIES
+from ..offline.analyzer import RuleError, Violation, pack_version
+from ..offline.project import STACK_TYPE
+from ..offline.recorder import RecordedResource
+from ..offline.runner import ProgramRun
+from ..pack import PACK_NAME, POLICIES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"mandatory": "error", "remediate": "error", "advisory": "warning"}

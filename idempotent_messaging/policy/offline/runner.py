@@ -46,10 +46,10 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from idempotent_messaging.policy.offline.answers import ANSWERS_FILE_NAME, Answers, load_answers
-from idempotent_messaging.policy.offline.errors import MissingPackageError, ProgramError
-from idempotent_messaging.policy.offline.mocks import AwsMocks
-from idempotent_messaging.policy.offline.project import (
+from ..offline.answers import ANSWERS_FILE_NAME, Answers, load_answers
+from ..offline.errors import MissingPackageError, ProgramError
+from ..offline.mocks import AwsMocks
+from ..offline.project import (
     STACK_TYPE,
     ProjectSpec,
     StackConfig,
@@ -58,8 +58,8 @@ from idempotent_messaging.policy.offline.project import (
     load_project,
     load_stack_config,
 )
-from idempotent_messaging.policy.offline.recorder import EngineCallError, RecordedResource, RecordingMonitor
-from idempotent_messaging.policy.values import UNKNOWN
+from ..offline.recorder import EngineCallError, RecordedResource, RecordingMonitor
+from ..values import UNKNOWN
 
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 
@@ -173,7 +173,10 @@ def _missing_module(exc: BaseException) -> str | None:
         seen.add(id(current))
         if isinstance(current, ModuleNotFoundError) and current.name:
             return current.name
-        current = current.__cause__ or current.__context__
+        # `raise ... from None` says the context is not the cause (zoneinfo's failed optional
+        # `import tzdata` under an invalid time zone is such a context).
+        context = None if current.__suppress_context__ else current.__context__
+        current = current.__cause__ or context
     return None
 
 

@@ -31,11 +31,11 @@ from urllib.parse import unquote, urlparse
 
 from google.protobuf import struct_pb2
 
-from idempotent_messaging.policy.offline.errors import OfflineCheckError
-from idempotent_messaging.policy.offline.project import ProjectSpec, StackConfig
-from idempotent_messaging.policy.offline.recorder import RecordedResource
-from idempotent_messaging.policy.offline.runner import ProgramRun
-from idempotent_messaging.policy.values import UNKNOWN_STRING_SENTINEL
+from ..offline.errors import OfflineCheckError
+from ..offline.project import ProjectSpec, StackConfig
+from ..offline.recorder import RecordedResource
+from ..offline.runner import ProgramRun
+from ..values import UNKNOWN_STRING_SENTINEL
 
 SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"

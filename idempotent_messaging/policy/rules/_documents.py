@@ -5,8 +5,8 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from idempotent_messaging.policy.rules.security import statements
-from idempotent_messaging.policy.values import is_unknown
+from ..rules.security import statements
+from ..values import is_unknown
 
 
 def as_list(value: Any) -> list[Any]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from idempotent_messaging.policy.graph import Graph, Node, parse_json
-from idempotent_messaging.policy.rules._documents import allows_delivery
-from idempotent_messaging.policy.values import is_unknown
+from ..graph import Graph, Node, parse_json
+from ..rules._documents import allows_delivery
+from ..values import is_unknown
 
 KEY = "aws:kms/key:Key"
 ALIAS = "aws:kms/alias:Alias"

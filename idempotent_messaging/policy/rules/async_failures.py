@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy.graph import (
+from ..graph import (
     ALIAS,
     FUNCTION,
     INVOKE_CONFIG,
@@ -25,8 +25,8 @@ from idempotent_messaging.policy.graph import (
     Node,
     parse_json,
 )
-from idempotent_messaging.policy.rules._base import ADVISORY, MANDATORY, Finding, stack_rule
-from idempotent_messaging.policy.values import is_unknown
+from ..rules._base import ADVISORY, MANDATORY, Finding, stack_rule
+from ..values import is_unknown
 
 EVENT_TARGET = "aws:cloudwatch/eventTarget:EventTarget"
 

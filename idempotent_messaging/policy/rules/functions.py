@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy.graph import Graph
-from idempotent_messaging.policy.rules._base import (
+from ..graph import Graph
+from ..rules._base import (
     MANDATORY,
     Finding,
     stack_rule,
 )
-from idempotent_messaging.policy.values import is_unknown
+from ..values import is_unknown
 
 
 @stack_rule(

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy import limits
-from idempotent_messaging.policy.graph import ExternalRef, Graph, Mapping_, Node, as_number, fmt
-from idempotent_messaging.policy.rules._base import ADVISORY, MANDATORY, Finding, stack_rule
-from idempotent_messaging.policy.values import is_unknown
+from .. import limits
+from ..graph import ExternalRef, Graph, Mapping_, Node, as_number, fmt
+from ..rules._base import ADVISORY, MANDATORY, Finding, stack_rule
+from ..values import is_unknown
 
 # AWS's default batch size for an SQS source when none is set.
 AWS_DEFAULT_SQS_BATCH_SIZE = 10

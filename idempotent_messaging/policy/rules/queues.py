@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy import limits
-from idempotent_messaging.policy.graph import (
+from .. import limits
+from ..graph import (
     QUEUE,
     REDRIVE_POLICY,
     TOPIC,
@@ -22,7 +22,7 @@ from idempotent_messaging.policy.graph import (
     fmt,
     parse_json,
 )
-from idempotent_messaging.policy.rules._base import (
+from ..rules._base import (
     ADVISORY,
     MANDATORY,
     Finding,
@@ -31,8 +31,8 @@ from idempotent_messaging.policy.rules._base import (
     stack_rule,
     strings,
 )
-from idempotent_messaging.policy.rules._kms import service_may_use_topic_key
-from idempotent_messaging.policy.values import is_unknown
+from ..rules._kms import service_may_use_topic_key
+from ..values import is_unknown
 
 
 def _num(node: Node, prop: str, default: float) -> Any:

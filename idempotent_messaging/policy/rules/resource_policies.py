@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy.graph import (
+from ..graph import (
     QUEUE,
     QUEUE_POLICY,
     SUBSCRIPTION,
@@ -24,12 +24,12 @@ from idempotent_messaging.policy.graph import (
     Node,
     parse_json,
 )
-from idempotent_messaging.policy.rules._base import MANDATORY, Finding, resource_rule, stack_rule
-from idempotent_messaging.policy.rules._documents import allows_delivery, everyone
-from idempotent_messaging.policy.rules._kms import service_may_use_topic_key
-from idempotent_messaging.policy.rules.async_failures import EVENT_TARGET
-from idempotent_messaging.policy.rules.security import statements
-from idempotent_messaging.policy.values import is_unknown
+from ..rules._base import MANDATORY, Finding, resource_rule, stack_rule
+from ..rules._documents import allows_delivery, everyone
+from ..rules._kms import service_may_use_topic_key
+from ..rules.async_failures import EVENT_TARGET
+from ..rules.security import statements
+from ..values import is_unknown
 
 TOPIC_POLICY = "aws:sns/topicPolicy:TopicPolicy"
 LAMBDA_PERMISSION = "aws:lambda/permission:Permission"

@@ -13,9 +13,9 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from idempotent_messaging.policy.graph import FUNCTION
-from idempotent_messaging.policy.rules._base import ADVISORY, MANDATORY, resource_rule
-from idempotent_messaging.policy.values import is_unknown
+from ..graph import FUNCTION
+from ..rules._base import ADVISORY, MANDATORY, resource_rule
+from ..values import is_unknown
 
 
 class RuntimeDates(NamedTuple):

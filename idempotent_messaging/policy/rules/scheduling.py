@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy.graph import SCHEDULE, as_number, fmt
-from idempotent_messaging.policy.rules._base import (
+from ..graph import SCHEDULE, as_number, fmt
+from ..rules._base import (
     MANDATORY,
     number,
     resource_rule,
 )
-from idempotent_messaging.policy.values import is_unknown
+from ..values import is_unknown
 
 # EventBridge Scheduler's own ceilings (and defaults when no retry policy is set).
 MAX_RETRY_ATTEMPTS = 185

@@ -6,15 +6,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from idempotent_messaging.policy.graph import QUEUE, QUEUE_POLICY, TOPIC, Graph, Node, parse_json
-from idempotent_messaging.policy.rules._base import (
+from ..graph import QUEUE, QUEUE_POLICY, TOPIC, Graph, Node, parse_json
+from ..rules._base import (
     ADVISORY,
     Finding,
     resource_rule,
     stack_rule,
     strings,
 )
-from idempotent_messaging.policy.values import is_unknown
+from ..values import is_unknown
 
 # Resource type -> the property holding an IAM-style policy document.
 POLICY_PROPERTIES: dict[str, str] = {

@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from idempotent_messaging.policy import limits
-from idempotent_messaging.policy.graph import FUNCTION, TABLE, Graph, Node
-from idempotent_messaging.policy.rules._base import (
+from .. import limits
+from ..graph import FUNCTION, TABLE, Graph, Node
+from ..rules._base import (
     ADVISORY,
     MANDATORY,
     Finding,
@@ -32,7 +32,7 @@ from idempotent_messaging.policy.rules._base import (
     stack_rule,
     strings,
 )
-from idempotent_messaging.policy.values import is_unknown
+from ..values import is_unknown
 
 # Matched case-insensitively against the whole variable name; a name signal only (see above).
 DEFAULT_ENV_VAR_PATTERN = (

@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from idempotent_messaging.policy import limits
-from idempotent_messaging.policy.program import ProgramError, ProgramRun, RecordedResource, run_program
+from idempotent_messaging.policy.program import (
+    ProgramError,
+    ProgramRun,
+    RecordedResource,
+    run_program,
+)
 from idempotent_messaging.policy.values import is_unknown
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent

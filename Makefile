@@ -9,17 +9,18 @@ STAMP  := $(VENV)/.installed
 STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(shell grep -L '^ *aws:endpoints:' Pulumi.*.yaml)))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint test unit policy stacks demo bench run-month lock clean
+.PHONY: help install lint test unit policy stacks demo bench run-month dist lock clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.lock
+$(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the locked dependencies
+install: $(STAMP) ## Create .venv, install the locked dependencies and this package (editable)
 
 lint: install ## ruff (lint + format check), mypy, import-layer contracts
 	$(BIN)/ruff check .
@@ -34,7 +35,7 @@ policy: install ## Offline policy check of every stage, as `pulumi up` and as `p
 	@for s in $(STACKS); do \
 	  for m in "" "--preview"; do \
 	    echo "== policy check: stack $$s $${m:-(up)}"; \
-	    $(BIN)/python -m policy.check --project . --stack $$s $$m || exit $$?; \
+	    $(BIN)/python -m idempotent_messaging.policy.check --project . --stack $$s $$m || exit $$?; \
 	  done; \
 	done
 
@@ -51,10 +52,14 @@ run-month: install ## Invoke the monthly dispatcher: make run-month MONTH=YYYY-M
 	@test -n "$(MONTH)" || { echo "usage: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]"; exit 2; }
 	$(BIN)/python -m ops run-month --month $(MONTH) --stack $(or $(STACK),dev) --target $(or $(TARGET),aws)
 
+dist: install ## Build the wheel and the sdist of idempotent-messaging into dist/
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 lock: ## Re-resolve requirements.lock from pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet pip-tools
 	$(BIN)/pip-compile --quiet --extra dev --strip-extras -o requirements.lock pyproject.toml
 
 clean: ## Remove .venv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info

@@ -9,14 +9,12 @@ program declares a component.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import inspect
 import json
 import os
 import re
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,13 +41,18 @@ from idempotent_messaging.components.provider import PACKAGE_NAME, IdempotentMes
 from idempotent_messaging.components.stage_config import camel
 from idempotent_messaging.policy.offline.recorder import RecordingMonitor
 
+from ..distributions import (
+    ONLY_REQUIREMENTS,
+    requirement_closure,
+    requirement_lines,
+    requirement_name,
+)
 from .conftest import PulumiHarness, Run, reference_code
 
 pytestmark = pytest.mark.infra
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPOSITORY / "provider"
-PYPROJECT = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
 VERSION = idempotent_messaging.__version__
 CONSUMER = f"{PACKAGE_NAME}:index:IdempotentQueueConsumer"
 FANOUT = f"{PACKAGE_NAME}:index:MonthlyFanout"
@@ -389,67 +392,25 @@ def test_plugin_manifest_declares_a_python_plugin_with_its_own_virtualenv() -> N
     assert (PLUGIN_DIR / "__main__.py").is_file()
 
 
-def requirement_closure(requirements: list[str]) -> set[str]:
-    """Normalised names of the distributions ``requirements`` install, transitively."""
-    closure: set[str] = set()
-    pending = [requirement_name(r) for r in requirements]
-    while pending:
-        dist = pending.pop()
-        if dist in closure:
-            continue
-        closure.add(dist)
-        if dist == requirement_name(PYPROJECT["name"]):
-            # The package itself (installed from its wheel in the plugin's venv; this checkout
-            # runs it from source): what it brings is what pyproject declares.
-            pending.extend(requirement_name(r) for r in PYPROJECT["dependencies"])
-            continue
-        try:
-            requires = importlib.metadata.requires(dist) or []
-        except importlib.metadata.PackageNotFoundError:
-            continue  # a marker-only requirement this interpreter does not install
-        for requirement in requires:
-            if "extra ==" not in requirement:
-                pending.append(requirement_name(requirement))
-    return closure
-
-
-def requirement_name(requirement: str) -> str:
-    return re.sub(
-        r"[-_.]+", "-", re.split(r"[<>=!~\[ ;(]", requirement.strip(), maxsplit=1)[0]
-    ).lower()
-
-
 # Runs in a fresh interpreter: every distribution outside the plugin's requirements is made
 # absent, as in the plugin's own venv, then the provider is built (imports + schema).
-ONLY_REQUIREMENTS = """
-import importlib.metadata, re, sys
-allowed = set(sys.argv[1:])
-owners = importlib.metadata.packages_distributions()
-class Absent:
-    def find_spec(self, name, path=None, target=None):
-        top = name.split(".")[0]
-        dists = {re.sub(r"[-_.]+", "-", d).lower() for d in owners.get(top, [])}
-        if dists and not dists & allowed and top not in sys.stdlib_module_names:
-            raise ModuleNotFoundError(f"No module named {top!r}", name=top)
-        return None
-sys.meta_path.insert(0, Absent())
+SERVE_COMPONENTS = (
+    ONLY_REQUIREMENTS
+    + """
 from idempotent_messaging.components.provider import IdempotentMessagingProvider
 IdempotentMessagingProvider("0.0.0")
 """
+)
 
 
 def test_plugin_requirements_are_enough_to_import_and_serve_the_components() -> None:
-    requirements = [
-        line
-        for line in (PLUGIN_DIR / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    requirements = requirement_lines(PLUGIN_DIR / "requirements.txt")
     # The plugin depends on the installed package, not on a checkout's path.
     assert [requirement_name(r) for r in requirements] == ["idempotent-messaging"]
     closure = requirement_closure(requirements)
     assert {"pulumi", "pulumi-aws"} <= closure
     result = subprocess.run(
-        [sys.executable, "-c", ONLY_REQUIREMENTS, *sorted(closure)],
+        [sys.executable, "-c", SERVE_COMPONENTS, *sorted(closure)],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,
@@ -457,7 +418,7 @@ def test_plugin_requirements_are_enough_to_import_and_serve_the_components() -> 
     assert result.returncode == 0, result.stderr[-2000:]
     # The check can fail: without pulumi-aws the components cannot be imported.
     without_aws = subprocess.run(
-        [sys.executable, "-c", ONLY_REQUIREMENTS, *sorted(closure - {"pulumi-aws"})],
+        [sys.executable, "-c", SERVE_COMPONENTS, *sorted(closure - {"pulumi-aws"})],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,

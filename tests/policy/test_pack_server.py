@@ -1,4 +1,5 @@
-"""The pack runs as the CLI runs it: `python policy/` starts a gRPC analyzer server."""
+"""The pack runs as the CLI runs it: `python idempotent_messaging/policy/` starts a gRPC analyzer
+server."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from idempotent_messaging.policy.pack import POLICY_NAMES
 
 pytestmark = pytest.mark.policy
 
-POLICY_DIR = Path(__file__).resolve().parents[2] / "policy"
+POLICY_DIR = Path(__file__).resolve().parents[2] / "idempotent_messaging" / "policy"
 
 
 @pytest.fixture(scope="module")

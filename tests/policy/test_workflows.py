@@ -11,6 +11,8 @@ import yaml
 pytestmark = pytest.mark.policy
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+# The pack directory in the repository (it runs standalone: its own PulumiPolicy.yaml venv).
+PACK_DIR = "idempotent_messaging/policy"
 
 
 def load(name: str) -> dict[str, Any]:
@@ -41,7 +43,8 @@ def test_pull_request_runs_tests_offline_check_with_sarif_and_guarded_previews()
     assert "$(make -s stacks)" in next(s["run"] for s in jobs["policy"]["steps"] if "id" in s)
     (pulumi,) = steps_using(preview, "pulumi/actions")
     assert pulumi["with"]["command"] == "preview"
-    assert pulumi["with"]["policyPacks"] == "policy"
+    assert pulumi["with"]["policyPacks"] == PACK_DIR
+    assert (WORKFLOWS.parents[1] / PACK_DIR / "PulumiPolicy.yaml").is_file()
     assert pulumi["with"]["comment-on-pr"] is True
     assert (
         "role-to-assume" in steps_using(preview, "aws-actions/configure-aws-credentials")[0]["with"]
@@ -57,7 +60,7 @@ def test_push_to_main_deploys_dev_then_prod_behind_an_environment_approval():
         (pulumi,) = steps_using(job, "pulumi/actions")
         assert pulumi["with"]["command"] == "up"
         assert pulumi["with"]["stack-name"].endswith(f"/{stage}")
-        assert pulumi["with"]["policyPacks"] == "policy"
+        assert pulumi["with"]["policyPacks"] == PACK_DIR
         assert job["permissions"]["id-token"] == "write"
         assert steps_using(job, "aws-actions/configure-aws-credentials")
         assert any(s.get("run") == "make install" for s in job["steps"])

@@ -529,7 +529,7 @@ class EmulatorMocks(pulumi.runtime.Mocks):
             "Runtime": runtime,
             "Role": inputs["role"],
             "Handler": handler,
-            "Code": {"ZipFile": self._code_zip(inputs.get("code"), code_root)},
+            "Code": {"ZipFile": self._code_zip(inputs.get("code"), code_root, handler)},
             "Timeout": timeout,
             "MemorySize": memory,
             "Environment": {"Variables": variables},
@@ -578,15 +578,20 @@ class EmulatorMocks(pulumi.runtime.Mocks):
             "__detail__": detail,
         }
 
-    def _code_zip(self, code: Any, code_root: list[str]) -> bytes:
+    def _code_zip(self, code: Any, code_root: list[str], handler: str = "") -> bytes:
         """The declared archive as a zip (what `pulumi up` would upload), placeholder if exotic.
 
-        Appends to code_root the directory the archive's files come from (its import root).
+        Appends to code_root the directory the archive's files come from (its import root):
+        the one holding the handler's module when the archive merges several directories
+        (the user's code plus the installed library's runtime).
         """
         buffer = io.BytesIO()
         written = 0
         files = _archive_files(code, self.project_dir)
-        for arcname, path in files:
+        module = handler.rpartition(".")[0].replace(".", "/")
+        handler_keys = (f"{module}.py", f"{module}/__init__.py")
+        ordered = sorted(files, key=lambda entry: entry[0] not in handler_keys)
+        for arcname, path in ordered:
             if path.as_posix().endswith("/" + arcname):
                 code_root.append(path.as_posix()[: -len(arcname) - 1])
                 break

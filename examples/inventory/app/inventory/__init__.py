@@ -1,0 +1,1 @@
+"""The inventory project's Lambda code (shipped with the idempotent_messaging runtime)."""

@@ -1,0 +1,189 @@
+"""examples/inventory, a consumer project of its own, against the package as users get it.
+
+The wheel is built from this checkout and installed into a FRESH virtualenv; the example then
+runs in THAT interpreter (a subprocess): under Pulumi mocks (the resources and settings it
+declares) and on the embedded emulator (its own handler, duplicates and a crash). The example
+depends on the package only through that install.
+
+The virtualenv holds the wheel installed with --no-deps; the dependencies (pulumi, pulumi-aws,
+boto3, Powertools, and moto for the emulator) come from this test's own virtualenv through a
+``.pth`` line, appended after the fresh site-packages so they can never shadow the package.
+A full dependency install (pip resolving the wheel's dependencies from the registry) measured
+81 s here with a cold cache, 148 MB, and would still lack moto for the emulator; so the wheel's
+dependency metadata is checked against pyproject instead.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..distributions import PYPROJECT, requirement_lines, requirement_name
+
+pytestmark = pytest.mark.e2e
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+EXAMPLE = REPOSITORY / "examples" / "inventory"
+DRIVER = Path(__file__).parent / "drive_inventory.py"
+# Names a careless layout would put at the top of site-packages (the repository's own dirs).
+GENERIC = {
+    "components", "handlers", "policy", "ops", "runtime", "dispatch", "tests", "emulator",
+    "bench", "tools", "provider", "examples", "docs",
+}  # fmt: skip
+CONSUMER = "idempotent-messaging:index:IdempotentQueueConsumer"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`make dist`'s wheel, built from a copy of what the sdist holds (the checkout stays
+    clean of build/ and *.egg-info)."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPOSITORY / name, source / name)
+    shutil.copytree(
+        REPOSITORY / "idempotent_messaging",
+        source / "idempotent_messaging",
+        ignore=shutil.ignore_patterns("__pycache__", "venv"),
+    )
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("idempotent_messaging-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("fresh") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+         "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    yield root
+
+
+def site_packages(venv: Path) -> Path:
+    (site,) = venv.glob("lib/python3.*/site-packages")
+    return site
+
+
+def drive(venv: Path, part: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), str(DRIVER), str(EXAMPLE), str(REPOSITORY), part],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    # The package the example ran on is the installed wheel, not this checkout.
+    assert result["package_file"].startswith(str(site_packages(venv))), result["package_file"]
+    return result
+
+
+def test_the_wheel_holds_one_import_namespace_and_its_pack_files(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"idempotent_messaging", wheel.name.split("-py3")[0] + ".dist-info"}
+    assert "idempotent_messaging/policy/PulumiPolicy.yaml" in names
+    assert "idempotent_messaging/policy/requirements.txt" in names
+    assert "idempotent_messaging/runtime/consumer.py" in names
+    assert not [n for n in names if n.startswith("idempotent_messaging/") and "/tests/" in n]
+
+
+def test_only_idempotent_messaging_lands_in_site_packages(venv: Path) -> None:
+    entries = {p.name for p in site_packages(venv).iterdir()}
+    assert "idempotent_messaging" in entries
+    assert not entries & GENERIC
+    (dist_info,) = site_packages(venv).glob("idempotent_messaging-*.dist-info")
+    assert (dist_info / "top_level.txt").read_text().split() == ["idempotent_messaging"]
+    # The console script of the offline check is installed with it.
+    assert (venv / "bin" / "idempotent-messaging-check").is_file()
+    metadata = (dist_info / "METADATA").read_text()
+    import idempotent_messaging
+
+    assert f"Version: {idempotent_messaging.__version__}" in metadata
+    required = {
+        requirement_name(line.split(":", 1)[1])
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    }
+    assert required == {requirement_name(r) for r in PYPROJECT["dependencies"]}
+
+
+def test_the_example_names_the_package_as_its_only_link_to_it() -> None:
+    assert [requirement_name(r) for r in requirement_lines(EXAMPLE / "requirements.txt")] == [
+        "idempotent-messaging"
+    ]
+    for path in EXAMPLE.rglob("*.py"):
+        text = path.read_text()
+        assert "sys.path" not in text, path
+        for generic in ("components", "handlers", "policy", "emulator"):
+            assert f"from {generic}" not in text and f"import {generic}" not in text, path
+
+
+def test_the_example_declares_its_consumer_under_mocks(venv: Path) -> None:
+    run = drive(venv, "mocks")
+    resources = run["resources"]
+    (component,) = [r for r in resources if r["type"] == CONSUMER]
+    assert component["name"] == "stock"
+
+    def one(type_: str, name: str | None = None) -> dict[str, Any]:
+        (found,) = [
+            r for r in resources if r["type"] == type_ and (name is None or r["name"] == name)
+        ]
+        return found
+
+    fn = one("aws:lambda/function:Function")["inputs"]
+    assert fn["handler"] == "inventory.stock.handler"
+    assert fn["timeout"] == 15  # Pulumi.dev.yaml's functionTimeoutSeconds
+    env = fn["environment"]["variables"]
+    assert env["BUSINESS_TABLE"] == "stock-dev-stock_levels"
+    assert env["POWERTOOLS_SERVICE_NAME"] == "inventory-stock"
+    table = one("aws:dynamodb/table:Table", "stock-stock_levels")["inputs"]
+    assert (table["hashKey"], table["rangeKey"]) == ("sku", "warehouse")
+    queue = one("aws:sqs/queue:Queue", "stock-queue")["inputs"]
+    # AWS advises a visibility timeout of at least 6 x the function timeout for an SQS event
+    # source (and Lambda refuses one below the function timeout).
+    assert queue["visibilityTimeoutSeconds"] >= 6 * 15
+    mapping = one("aws:lambda/eventSourceMapping:EventSourceMapping")["inputs"]
+    assert mapping["functionResponseTypes"] == ["ReportBatchItemFailures"]
+    subscription = one("aws:sns/topicSubscription:TopicSubscription")["inputs"]
+    assert subscription["endpoint"] == "stock-oncall@example.com"
+    assert set(run["outputs"]) >= {"stock_queue_url", "stock_levels_table_name"}
+
+
+def test_the_examples_handler_applies_each_adjustment_once_on_the_emulator(venv: Path) -> None:
+    result = drive(venv, "emulator")
+    assert result["crash_fired"] == 1
+    # e-1 (+5) and e-2 (-2) on sku-1; e-3 (+7) and e-4 (+3, crashed after its commit, then
+    # redelivered and re-sent) on sku-2: every event exactly once despite every duplicate.
+    assert result["stock"] == {"sku-1@berlin": 3, "sku-2@berlin": 10}
+    # e-5 has no warehouse and no delta: quarantined with its reason, never applied
+    assert result["dead_letters"] == [["e-5", "schema"]]

@@ -187,3 +187,19 @@ def test_the_examples_handler_applies_each_adjustment_once_on_the_emulator(venv:
     assert result["stock"] == {"sku-1@berlin": 3, "sku-2@berlin": 10}
     # e-5 has no warehouse and no delta: quarantined with its reason, never applied
     assert result["dead_letters"] == [["e-5", "schema"]]
+
+
+@pytest.mark.parametrize("mode", [[], ["--preview"]], ids=["up", "preview"])
+def test_the_installed_console_script_checks_the_example_clean(venv: Path, mode: list[str]) -> None:
+    done = subprocess.run(
+        [str(venv / "bin" / "idempotent-messaging-check"), "--project", ".", "--stack", "dev",
+         "--format", "json", *mode],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    # Exit 0: no mandatory violation (1 would be one, 2 a program that failed to run).
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["violations"] == []

@@ -26,6 +26,7 @@ lint: install ## ruff (lint + format check), mypy, import-layer contracts
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	for e in examples/*/; do $(BIN)/mypy $$(find $$e -name '*.py' -not -path '*/venv/*') || exit $$?; done
 	$(BIN)/lint-imports
 
 stacks: ## Print the stages (every Pulumi.<stage>.yaml that deploys to AWS)

@@ -22,7 +22,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 def test_the_ops_cli_loads_neither_the_emulator_nor_its_machinery() -> None:
     """Operators install ops against real AWS: moto and the Pulumi engine must stay out."""
     probe = (
-        "import sys, ops.cli, ops.month\n"
+        "import sys, idempotent_messaging.ops.cli, idempotent_messaging.ops.month\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'emulator', 'moto', 'pulumi', 'pulumi_aws', 'pulumi_policy'}))\n"
     )

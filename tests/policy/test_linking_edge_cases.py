@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,11 +71,17 @@ aws.cloudwatch.MetricAlarm("jobs-dlq-alarm", namespace="AWS/SQS",
     assert wrong == (set() if preview else {("sqs-dlq-has-alarm", "jobs-dlq")})
 
 
-def test_program_modules_shadow_the_checkers_own_and_are_dropped_afterwards():
-    own_policy = sys.modules["policy"]
+def test_program_modules_shadow_the_checkers_own_and_are_dropped_afterwards(
+    tmp_path, monkeypatch
+):
+    # A module of the checking process named as one of the program's (`policy`): a program
+    # run by the real CLI would never see it, so the program's own must win for the run.
+    checker_side = types.ModuleType("policy")
+    checker_side.__file__ = str(tmp_path / "policy.py")  # not an installed module
+    monkeypatch.setitem(sys.modules, "policy", checker_side)
     _, violations = check(FIXTURES / "local_modules", "dev")
     assert ("sqs-visibility-timeout-covers-lambda-timeout", "exports") in pairs(violations)
-    assert sys.modules["policy"] is own_policy  # the pack's package is back in place
+    assert sys.modules["policy"] is checker_side  # the process's module is back in place
     assert "settings" not in sys.modules  # the program's modules do not leak into the next run
 
 

@@ -33,7 +33,7 @@ def test_every_policy_comes_from_a_rule_with_complete_metadata():
 def test_a_new_rule_is_one_module_the_pack_discovers(tmp_path: Path):
     module = RULES_DIR / "zz_recipe_probe.py"
     module.write_text(
-        "from policy.rules._base import ADVISORY, resource_rule\n\n\n"
+        "from ._base import ADVISORY, resource_rule\n\n\n"
         '@resource_rule("recipe-probe", "A probe rule.", ADVISORY, "Nothing to do.")\n'
         "def probe(resource_type, props, name, config):\n"
         "    return []\n"

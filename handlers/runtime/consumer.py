@@ -46,6 +46,7 @@ from handlers.runtime.errors import (
     is_transaction_cancelled,
 )
 from handlers.runtime.keys import (
+    EventIdFromAttribute,
     EventIdFromBody,
     EventIdSource,
     StateKey,
@@ -226,10 +227,6 @@ class Consumer:
             self.check(runtime.settings)
         except ConfigurationError as exc:
             return _all_failed(event, str(exc))
-        if runtime.settings.strategy == env.STRATEGY_POWERTOOLS:
-            from handlers.runtime.powertools_strategy import process_with_powertools
-
-            return process_with_powertools(self, event, context, runtime)
         batch = _Batch(self, runtime, context, event)
         batch.run()
         return batch.response()
@@ -246,10 +243,16 @@ class Consumer:
             )
         if self.requires_business_table and not settings.business_table:
             raise ConfigurationError(f"{env.BUSINESS_TABLE} is missing or empty")
-        if settings.strategy == env.STRATEGY_POWERTOOLS and self.notification is not None:
+        if settings.strategy == env.STRATEGY_POWERTOOLS:
+            # Powertools commits the business write and then, in a separate call, its
+            # COMPLETED record: a crash or failed write between them re-runs ``writes`` on
+            # redelivery. No configuration of it makes the two atomic, so it is refused.
             raise ConfigurationError(
-                f"{env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_POWERTOOLS} is only for consumers "
-                "without a notification step; use the transactional strategy"
+                f"{env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_POWERTOOLS} is withdrawn: it cannot "
+                "make the idempotency record and the business write atomic, so a crash between "
+                f"them applies the write twice; use {env.IDEMPOTENCY_STRATEGY}="
+                f"{env.STRATEGY_TRANSACTIONAL} (the default: claim and business write in one "
+                "TransactWriteItems)"
             )
 
     # --- pure per-record decoding ---------------------------------------------------------
@@ -910,6 +913,8 @@ class _Batch:
 
     def _quarantine(self) -> None:
         poison = self._drop_blocked([r for r in self.records if r.stage is _Stage.POISON])
+        source = self.consumer.event_id
+        source_attribute = source.name if isinstance(source, EventIdFromAttribute) else None
         entries = [
             QuarantineEntry(
                 entry_id=f"q{rec.index}",
@@ -922,6 +927,7 @@ class _Batch:
                 event_id=rec.event_id,
                 group_id=rec.group_id,
                 original_attributes=rec.raw.get("messageAttributes") or {},
+                event_id_attribute=source_attribute,
             )
             for rec in poison
         ]

@@ -92,7 +92,17 @@ TRANSIENT_ERROR_CODES = frozenset(
 )
 # Codes that say this request can never succeed as sent.
 PERMANENT_ERROR_CODES = frozenset(
-    {"ValidationException", "InvalidParameterException", "InvalidParameterValue"}
+    {
+        "ValidationException",
+        "InvalidParameterException",
+        "InvalidParameterValue",
+        # SNS (Publish/PublishBatch): the request as built can never be accepted.
+        "InvalidParameter",
+        "BatchRequestTooLong",
+        "BatchEntryIdsNotDistinct",
+        "InvalidBatchEntryId",
+        "TooManyEntriesInBatchRequest",
+    }
 )
 # TransactionCanceledException reasons (one per transaction item, in order).
 TRANSIENT_CANCELLATION_CODES = frozenset(

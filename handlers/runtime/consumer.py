@@ -912,7 +912,14 @@ class _Batch:
             self._quarantine()
 
     def _quarantine(self) -> None:
-        poison = self._drop_blocked([r for r in self.records if r.stage is _Stage.POISON])
+        poison = []
+        for rec in self._drop_blocked([r for r in self.records if r.stage is _Stage.POISON]):
+            if utf8_length(rec.body) is None:
+                # SQS could never carry this body: keep it where it is (its redrive policy
+                # moves it to the DLQ unchanged) instead of failing the whole DLQ call.
+                _quarantine_failed(rec, "body is not valid Unicode and cannot be copied")
+            else:
+                poison.append(rec)
         source = self.consumer.event_id
         source_attribute = source.name if isinstance(source, EventIdFromAttribute) else None
         entries = [
@@ -938,7 +945,7 @@ class _Batch:
                 continue
             try:
                 results = self.quarantine.send_batch(chunk)
-            except (ClientError, BotoCoreError) as exc:
+            except Exception as exc:  # any failure to quarantine means "keep it in SQS"
                 for rec in recs:
                     _quarantine_failed(rec, _short(exc))
                 continue

@@ -414,3 +414,18 @@ def test_a_permanent_cancellation_reason_on_the_claim_is_not_blamed_on_a_busines
     copy = dlq_copies(aws)[rec["messageId"]]
     assert copy["failure_kind"] == "schema"
     assert "claim write was cancelled: ValidationError" in copy["failure_reason"]
+
+
+def test_a_body_sqs_could_never_carry_fails_alone_instead_of_failing_the_dlq_call(
+    aws: Aws,
+) -> None:
+    """Found by the fuzz target: text with a lone surrogate cannot be encoded for the DLQ
+    request. It stays in SQS (its redrive policy moves it); its poison neighbour is still
+    quarantined and the healthy one processed."""
+    odd = record("\udc80 not text")
+    poison = record("not json")
+    good = record(order_body("u1"))
+    response = run(aws, odd, poison, good)
+    assert failures(response) == {odd["messageId"]}
+    assert set(dlq_copies(aws)) == {poison["messageId"]}
+    assert rows(aws) == {"order-u1"}

@@ -123,8 +123,8 @@ def _attributes(entry: QuarantineEntry) -> dict[str, dict[str, Any]]:
     }
     if entry.event_id:
         ours[ATTR_EVENT_ID] = entry.event_id
-    for name, value in ours.items():
-        attributes.setdefault(name, {"DataType": "String", "StringValue": value})
+    for name, text in ours.items():
+        attributes.setdefault(name, {"DataType": "String", "StringValue": text})
     others = [
         (name, _copyable(value))
         for name, value in sorted(entry.original_attributes.items())
@@ -135,9 +135,9 @@ def _attributes(entry: QuarantineEntry) -> dict[str, dict[str, Any]]:
     kept = [(name, value) for name, value in others if value is not None]
     if len(kept) > room or dropped:
         room -= 1  # one slot lists what was dropped
-    for name, value in kept[: max(room, 0)]:
-        assert value is not None
-        attributes[name] = value
+    for name, copied in kept[: max(room, 0)]:
+        assert copied is not None
+        attributes[name] = copied
     dropped += [name for name, _ in kept[max(room, 0) :]]
     if dropped:
         attributes[ATTR_DROPPED] = {"DataType": "String", "StringValue": ",".join(dropped)[:1000]}

@@ -14,6 +14,7 @@ botocore's retries, error parsing) runs exactly as against AWS:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -130,4 +131,54 @@ def strict_dynamodb(client: Any) -> list[str]:
 
     # before-parameter-build sees the API parameters (before-call sees the serialised body).
     client.meta.events.register_first("before-parameter-build.dynamodb.*", check)
+    return refused
+
+
+def drop_publish_entries(sns: Any, event_ids: set[str], times: int = 1) -> list[str]:
+    """SNS refuses the PublishBatch entries of ``event_ids`` (InternalError, not a sender
+    fault) on their first ``times`` attempts: the entry is really not published (removed from
+    the request) and the response lists it as Failed, as PublishBatch reports per entry.
+    Returns the event ids refused, in order."""
+    refused: list[str] = []
+    pending: dict[str, int] = dict.fromkeys(event_ids, times)
+    removed: list[str] = []
+    everything: list[str] = []
+
+    def failed(ids: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"Id": i, "Code": "InternalError", "Message": "injected", "SenderFault": False}
+            for i in ids
+        ]
+
+    def strip(params: dict[str, Any], **_: Any) -> None:
+        removed.clear()
+        kept = []
+        for entry in params.get("PublishBatchRequestEntries", []):
+            event_id = json.loads(entry["Message"]).get("event_id")
+            if pending.get(event_id, 0) > 0:
+                pending[event_id] -= 1
+                removed.append(entry["Id"])
+                refused.append(event_id)
+            else:
+                kept.append(entry)
+        if kept:
+            params["PublishBatchRequestEntries"] = kept
+        else:  # every entry refused: the call is answered without reaching SNS
+            everything[:] = removed
+            removed.clear()
+
+    def short_circuit(**_: Any) -> Any:
+        if not everything:
+            return None
+        parsed = {"Successful": [], "Failed": failed(everything)}
+        everything.clear()
+        return _Http(200), parsed
+
+    def report(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.setdefault("Failed", []).extend(failed(removed))
+        removed.clear()
+
+    sns.meta.events.register("before-parameter-build.sns.PublishBatch", strip)
+    sns.meta.events.register("before-call.sns.PublishBatch", short_circuit)
+    sns.meta.events.register("after-call.sns.PublishBatch", report)
     return refused

@@ -3,8 +3,8 @@
 Every hook sits on a client's event system, so the runtime's own code path (serialisation,
 botocore's retries, error parsing) runs exactly as against AWS:
 
-* ``fail_sends``: answer the first N HTTP sends of an operation with a 5xx (botocore retries
-  it like a real one; 3 failed sends exhaust the standard mode's 3 attempts);
+* ``fail_sends``: refuse the first N HTTP sends of an operation with a 5xx, unapplied
+  (botocore retries it like a real one; 3 failed sends exhaust standard mode's 3 attempts);
 * ``answer_with``: answer an API call with a synthetic (status, parsed) response, e.g. a
   TransactionCanceledException with chosen cancellation reasons;
 * ``rewrite_parsed``: edit a parsed response in place (per-entry results of batch calls);
@@ -34,6 +34,9 @@ def fail_sends(client: Any, operation: str, sends: int) -> list[int]:
         if len(fired) >= sends:
             return None
         fired.append(1)
+        # botocore runs every before-send handler: tell the world's moto stub to stay out,
+        # so the request is refused, not applied (a throttle, not a timeout after commit).
+        request.rejected_by_test = True
         return _error_response(request)
 
     client.meta.events.register_first(f"before-send.{service}.{operation}", handler)

@@ -41,10 +41,11 @@ def number_problem(text: Any) -> str | None:
         return "is NaN or Infinity, which DynamoDB numbers cannot be"
     if value.is_zero():
         return None
-    digits = len(value.normalize().as_tuple().digits)
-    if digits > MAX_NUMBER_DIGITS:
-        return f"has {digits} significant digits (DynamoDB keeps at most {MAX_NUMBER_DIGITS})"
-    magnitude = abs(value)
+    # Exact arithmetic only: normalize() and abs() round to the context's 28 digits.
+    digits = "".join(map(str, value.as_tuple().digits)).strip("0")
+    if len(digits) > MAX_NUMBER_DIGITS:
+        return f"has {len(digits)} significant digits (DynamoDB keeps at most {MAX_NUMBER_DIGITS})"
+    magnitude = value.copy_abs()
     if magnitude >= MAX_NUMBER_MAGNITUDE or magnitude < MIN_NUMBER_MAGNITUDE:
         return "is outside DynamoDB's number range 1E-130 .. 9.9E+125"
     return None

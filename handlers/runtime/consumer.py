@@ -64,7 +64,7 @@ from handlers.runtime.notify import (
 )
 from handlers.runtime.observability import Outcome, logger, record_outcome, refresh_from_env
 from handlers.runtime.quarantine import Quarantine, QuarantineEntry, chunk_quarantine
-from handlers.runtime.settings import Settings
+from handlers.runtime.settings import POWERTOOLS_WITHDRAWN, Settings
 from handlers.runtime.store import (
     ALLOWED_ITEM_KINDS,
     BATCH_GET_MAX_KEYS,
@@ -244,16 +244,7 @@ class Consumer:
         if self.requires_business_table and not settings.business_table:
             raise ConfigurationError(f"{env.BUSINESS_TABLE} is missing or empty")
         if settings.strategy == env.STRATEGY_POWERTOOLS:
-            # Powertools commits the business write and then, in a separate call, its
-            # COMPLETED record: a crash or failed write between them re-runs ``writes`` on
-            # redelivery. No configuration of it makes the two atomic, so it is refused.
-            raise ConfigurationError(
-                f"{env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_POWERTOOLS} is withdrawn: it cannot "
-                "make the idempotency record and the business write atomic, so a crash between "
-                f"them applies the write twice; use {env.IDEMPOTENCY_STRATEGY}="
-                f"{env.STRATEGY_TRANSACTIONAL} (the default: claim and business write in one "
-                "TransactWriteItems)"
-            )
+            raise ConfigurationError(POWERTOOLS_WITHDRAWN)
 
     # --- pure per-record decoding ---------------------------------------------------------
     def decode(self, raw: Mapping[str, Any], settings: Settings, now: int) -> _Decoded:

@@ -35,7 +35,13 @@ class Page:
 
 
 class ItemSource(Protocol):
-    """A segmented, resumable enumeration of billable items for one month."""
+    """A segmented, resumable enumeration of billable items for one month.
+
+    A source whose content can change under a run (the S3 manifest) also offers
+    ``version(month) -> str`` (pinned in the run record when a generation starts) and
+    ``pin(month, version)`` (later reads of another version raise ``SourceChanged``); the
+    dispatcher uses them when present.
+    """
 
     def read_page(
         self, month: str, segment: int, total_segments: int, cursor: Cursor | None

@@ -73,7 +73,7 @@ _JSON = st.one_of(
 class Spec:
     """One record of a generated batch."""
 
-    kind: str  # good | adversarial | raw | raises
+    kind: str  # good | adversarial | raw | raises | raises_in_notification
     group: str
     payload: str = ""
     exception: int = 0
@@ -85,7 +85,7 @@ _SPECS = st.one_of(
     st.builds(Spec, st.just("raw"), st.sampled_from("abc"), st.text(max_size=40)),
     st.builds(
         Spec,
-        st.just("raises"),
+        st.sampled_from(["raises", "raises_in_notification"]),
         st.sampled_from("abc"),
         st.just(""),
         st.integers(0, len(EXCEPTIONS) - 1),
@@ -131,13 +131,20 @@ def raising(writes: Any, notification: Any, specs: list[Spec], marker: str) -> t
             return int(value[1:])
         return None
 
-    def wrapped_writes(message: Any, ctx: Any) -> Any:
+    def raise_for(message: Any, kind: str) -> None:
         i = index_of(message)
-        if i is not None and i < len(specs) and specs[i].kind == "raises":
+        if i is not None and i < len(specs) and specs[i].kind == kind:
             raise EXCEPTIONS[specs[i].exception]("injected")
+
+    def wrapped_writes(message: Any, ctx: Any) -> Any:
+        raise_for(message, "raises")
         return writes(message, ctx)
 
-    return wrapped_writes, notification
+    def wrapped_notification(message: Any, event_id: str) -> Any:
+        raise_for(message, "raises_in_notification")
+        return notification(message, event_id)
+
+    return wrapped_writes, wrapped_notification
 
 
 def orders_consumer(specs: list[Spec]) -> Consumer:
@@ -236,7 +243,7 @@ def check_batch(which: str, specs: list[Spec], fifo: bool) -> None:
             if spec.kind == "good":
                 assert mid not in failed and mid not in quarantined, spec
                 processed += 1
-            elif spec.kind == "raises":
+            elif spec.kind in ("raises", "raises_in_notification"):
                 assert mid in failed, spec  # unexpected: failed alone, never quarantined
                 held.add(spec.group)
             else:  # adversarial or raw: processed, or quarantined alone with kind + reason
@@ -259,7 +266,7 @@ def check_batch(which: str, specs: list[Spec], fifo: bool) -> None:
 
 
 COMMON = settings(
-    max_examples=30,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -86,7 +86,8 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     """Default None = the component name (POWERTOOLS_SERVICE_NAME)."""
     idempotency_strategy: str = STRATEGY_TRANSACTIONAL
     """Default ``transactional``: one TransactWriteItems writes claim + business row (seed 000).
-    ``powertools`` uses Powertools' idempotency utility on the same state table."""
+    The only value: ``powertools`` is refused (its record and the business write are not
+    atomic)."""
     environment: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """Extra environment variables. Default empty. May not override the reserved names the
     component sets (tables, topic, DLQ, Powertools settings)."""

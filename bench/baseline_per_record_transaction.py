@@ -1,4 +1,5 @@
-"""Implementation (a): the seed-000 pattern exactly as the article writes it, one record at a time.
+"""Implementation (a): the per-record transaction pattern, exactly as the reference article writes
+it, one record at a time.
 
 Per record: one TransactWriteItems (the claim ``{event_id, status=pending}`` guarded by
 ``attribute_not_exists(event_id)`` plus the business row); on TransactionCanceledException,
@@ -6,11 +7,12 @@ GetItem the status (``sent`` -> skip everything; ``pending`` -> publish only); t
 ``sns.publish(Message=event_id)`` outside the transaction; then UpdateItem ``status = sent``.
 Any other ClientError is re-raised.
 
-The article leaves two things open, filled here the way seed 003 (the companion article)
-prescribes and in the baseline's favour: records are processed in a loop with a partial batch
-response (a failing record does not fail its neighbours), and clients are the default boto3
-clients (botocore's default retry mode). The article writes "# add business fields" on the
-order row; the same order fields all three implementations store are written here.
+The article leaves two things open, filled here the way its companion article on SQS + Lambda
+idempotency prescribes and in the baseline's favour: records are processed in a loop with a
+partial batch response (a failing record does not fail its neighbours), and clients are the
+default boto3 clients (botocore's default retry mode). The article writes "# add business
+fields" on the order row; the same order fields all three implementations store are written
+here.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ ORDER_RECORDS_TABLE = "order_records"
 
 
 @dataclass(frozen=True)
-class Seed000Settings:
+class PerRecordTransactionSettings:
     topic_arn: str
     processed_events_table: str = PROCESSED_EVENTS_TABLE
     order_records_table: str = ORDER_RECORDS_TABLE
@@ -43,7 +45,9 @@ def order_item(order: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def process_record(dynamodb: Any, sns: Any, settings: Seed000Settings, body: str) -> str:
+def process_record(
+    dynamodb: Any, sns: Any, settings: PerRecordTransactionSettings, body: str
+) -> str:
     """The article's flow for one message. Returns the outcome ("processed", ...)."""
     message = json.loads(body)
     event_id = message["event_id"]
@@ -88,7 +92,7 @@ def process_record(dynamodb: Any, sns: Any, settings: Seed000Settings, body: str
     return outcome
 
 
-def build_handler(settings: Seed000Settings) -> Any:
+def build_handler(settings: PerRecordTransactionSettings) -> Any:
     """A Lambda handler over the default boto3 clients (created once, as module globals would)."""
     dynamodb = boto3.client("dynamodb")
     sns = boto3.client("sns")

@@ -38,6 +38,7 @@ CHECK_MODULE = "policy.check"
 PROGRAM_RUNNER_MODULE = "policy.offline.runner"
 STAGES_MODULE = "tests.stages"
 STACK_FILE = "Pulumi.{stage}.yaml"
+CONSUMERS_KEY = "idempotent-messaging:consumers"
 
 COMMAND_TIMEOUT_S = 180
 
@@ -237,16 +238,11 @@ def test_add_a_consumer_is_one_handler_module_and_one_config_entry(tmp_path: Pat
     stack_file = STACK_FILE.format(stage="dev")
     assert changed == [stack_file]
     assert len(created) == 1 and created[0].startswith(f"{HANDLERS_DIR}/"), created
-    (name, declared), *_ = [
-        (n, s)
-        for n, s in yaml.safe_load((root / stack_file).read_text())["config"][
-            "idempotent-messaging:consumers"
-        ].items()
-        if n
-        not in yaml.safe_load((REPO / stack_file).read_text())["config"][
-            "idempotent-messaging:consumers"
-        ]
-    ]
+    after = yaml.safe_load((root / stack_file).read_text())["config"][CONSUMERS_KEY]
+    before = yaml.safe_load((REPO / stack_file).read_text())["config"][CONSUMERS_KEY]
+    assert len(set(after) - set(before)) == 1, sorted(after)
+    (name,) = set(after) - set(before)
+    declared = after[name]
     resources = program_resources(root, "dev")
     timeout = declared["functionTimeoutSeconds"]
     function = one(resources, "aws:lambda/function:Function", f"{name}-dev-consumer")

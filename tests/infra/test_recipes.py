@@ -3,8 +3,10 @@
 Each test copies the tracked files (``git ls-files``) into a temporary directory, applies the
 recipe's blocks exactly as the document states them (new files, keys merged into a stack file,
 console commands whose listed output must appear), and then checks independently that the
-recipe did what it promises: the new consumer's resources carry the declared settings, the
-new rule is discovered and reports its corpus program, the new stage is a stage everywhere.
+recipe did what it promises: the new consumer's resources carry the declared settings and its
+function, called as the stack configures it on moto, writes one row for an event delivered
+twice; the new rule is discovered and reports its corpus program; the new stage is a stage
+everywhere.
 Commands run with the shared interpreter (``.venv`` in the copy is a link to it, never a copy)
 and with the copy as working directory and PYTHONPATH, so nothing comes from this checkout.
 """
@@ -224,6 +226,64 @@ def program_resources(root: Path, stack: str) -> list[dict[str, Any]]:
     return resources
 
 
+# One message of the recipe consumer's documented body (docs/recipes.md, handlers/invoices.py).
+SAMPLE_MESSAGE = {"event_id": "evt-1", "invoice": {"invoice_id": "inv-1", "amount": 1200}}
+
+_DRIVE_ON_MOTO = """
+import hashlib, importlib, json, os, sys
+import boto3
+from moto import mock_aws
+
+resources, function_name, body = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+(fn,) = [r["inputs"] for r in resources if r["type"] == "aws:lambda/function:Function"
+         and r["inputs"].get("name") == function_name]
+env = fn["environment"]["variables"]
+os.environ.update(env)
+with mock_aws():
+    dynamodb, sns, sqs = boto3.client("dynamodb"), boto3.client("sns"), boto3.client("sqs")
+    for r in resources:
+        t = r["inputs"]
+        if r["type"] == "aws:dynamodb/table:Table" and t["name"] in env.values():
+            keys = [(t["hashKey"], "HASH")]
+            keys += [(t["rangeKey"], "RANGE")] if t.get("rangeKey") else []
+            dynamodb.create_table(
+                TableName=t["name"], BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": k, "KeyType": kind} for k, kind in keys],
+                AttributeDefinitions=[{"AttributeName": a["name"], "AttributeType": a["type"]}
+                                      for a in t["attributes"]])
+    sns.create_topic(Name=env["NOTIFICATION_TOPIC_ARN"].rsplit(":", 1)[1])
+    sqs.create_queue(QueueName=env["DLQ_URL"].rsplit("/", 1)[1])
+    module, attribute = fn["handler"].rsplit(".", 1)
+    handler = getattr(importlib.import_module(module), attribute)
+
+    def record(message_id):
+        return {"messageId": message_id, "receiptHandle": message_id, "body": body,
+                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1700000000000"},
+                "messageAttributes": {}, "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
+                "eventSource": "aws:sqs", "awsRegion": os.environ["AWS_REGION"],
+                "eventSourceARN": "arn:aws:sqs:ap-northeast-1:123456789012:source"}
+
+    # The producer sends the same event twice (two SQS messages, one event id).
+    answers = [handler({"Records": [record(m)]}, None) for m in ("m-1", "m-2")]
+    rows = dynamodb.scan(TableName=env["BUSINESS_TABLE"])["Items"]
+    claims = dynamodb.scan(TableName=env["IDEMPOTENCY_STATE_TABLE"])["Items"]
+    print(json.dumps({"answers": answers, "rows": rows, "claims": claims}))
+"""
+
+
+def drive_on_moto(
+    root: Path, resources: list[dict[str, Any]], function_name: str, body: str
+) -> dict[str, Any]:
+    """The function as the stack configures it (handler string, environment), called
+    in-process on moto with two deliveries of one event."""
+    dumped = root / "resources.json"
+    dumped.write_text(json.dumps(resources))
+    done = python(root, "-c", _DRIVE_ON_MOTO, str(dumped), function_name, body)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
 def one(resources: list[dict[str, Any]], type_: str, physical_name: str) -> dict[str, Any]:
     found = [r["inputs"] for r in resources if r["type"] == type_ and r["inputs"].get("name")]
     named = [inputs for inputs in found if inputs["name"] == physical_name]
@@ -260,6 +320,11 @@ def test_add_a_consumer_is_one_handler_module_and_one_config_entry(tmp_path: Pat
     assert business["hashKey"] == table["hashKey"]
     one(resources, "aws:dynamodb/table:Table", f"{name}-dev-idempotency-state")
     one(resources, "aws:sns/topic:Topic", f"{name}-dev-notifications")
+    # Deployed as configured, the handler writes one row for an event delivered twice.
+    result = drive_on_moto(root, resources, f"{name}-dev-consumer", json.dumps(SAMPLE_MESSAGE))
+    assert result["answers"] == [{"batchItemFailures": []}] * 2, result
+    assert len(result["rows"]) == 1, result
+    assert [claim["status"]["S"] for claim in result["claims"]] == ["sent"], result
     # The recipe checks `pulumi up`; a preview (outputs unknown) must pass too.
     report = offline_check(root, root, "dev", preview=True)
     assert report["exit_code"] == 0 and report["violations"] == [], report

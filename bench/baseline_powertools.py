@@ -2,9 +2,9 @@
 
 ``BatchProcessor`` + ``process_partial_response`` drive a record handler decorated with
 ``idempotent_function`` over a ``DynamoDBPersistenceLayer``; inside it, the business write
-(PutItem of the order row) and the notification (``sns.publish``). The configuration the
-reference articles give for Powertools: the key is the producer's event id from the body (never
-the messageId), 90-day expiry, ``register_lambda_context`` called on every invocation.
+(PutItem of the order row) and the notification (``sns.publish``). The usual configuration: the
+key is the producer's event id from the body (never the messageId), 90-day expiry,
+``register_lambda_context`` called on every invocation.
 
 Per fresh message that is four calls (persistence PutItem INPROGRESS, business PutItem, Publish,
 persistence UpdateItem COMPLETED); a duplicate costs the one conditional PutItem that returns

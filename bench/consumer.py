@@ -1,6 +1,6 @@
 """Benchmark 1: the consumer, three implementations side by side on the same messages.
 
-(a) bench/baseline_per_record_transaction.py  the article's pattern, one record at a time
+(a) bench/baseline_per_record_transaction.py  the per-record transaction pattern, record by record
 (b) bench/baseline_powertools.py  Powertools idempotent_function + BatchProcessor, per record
 (c) handlers.orders.handler  ours (batched transaction, PublishBatch, batched status write)
 

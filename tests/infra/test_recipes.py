@@ -29,7 +29,8 @@ import yaml
 
 pytestmark = pytest.mark.infra
 
-# Every repository path and module name the recipes and these checks rely on, in one place.
+# Every repository path and module name these checks rely on, in one place (the recipes name
+# their own files in docs/recipes.md).
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = REPO / "docs" / "recipes.md"
 HANDLERS_DIR = "handlers"
@@ -376,3 +377,27 @@ def test_add_a_stage_is_one_stack_file(tmp_path: Path) -> None:
     listed = python(root, "-c", f"from {STAGES_MODULE} import STAGES; print(*STAGES)")
     assert stage not in before.stdout.split()
     assert stage in made and made == listed.stdout.split()
+
+
+def console(text: str) -> Block:
+    return Block("console", None, False, text)
+
+
+def test_a_console_block_fails_when_a_listed_line_is_missing_or_out_of_order(
+    tmp_path: Path,
+) -> None:
+    run_console(tmp_path, console("$ printf 'a 1 b\\nc\\n'\na ... b\nc\n"))
+    with pytest.raises(AssertionError, match=re.escape("printed no 'c'")):
+        run_console(tmp_path, console("$ printf 'c\\na 1 b\\n'\na ... b\nc\n"))
+    with pytest.raises(AssertionError, match=re.escape("printed no 'a ... d'")):
+        run_console(tmp_path, console("$ printf 'a 1 b\\n'\na ... d\n"))
+    with pytest.raises(AssertionError, match="exited 3"):
+        run_console(tmp_path, console("$ exit 3\n"))
+
+
+def test_a_merge_block_only_adds_keys() -> None:
+    document: dict[str, Any] = {"config": {"consumers": {"orders": {}}}}
+    deep_merge(document, {"config": {"consumers": {"invoices": {"batchSize": 5}}}})
+    assert document == {"config": {"consumers": {"orders": {}, "invoices": {"batchSize": 5}}}}
+    with pytest.raises(AssertionError, match=re.escape("config.consumers.orders")):
+        deep_merge(document, {"config": {"consumers": {"orders": "replaced"}}})

@@ -64,3 +64,8 @@ lock: ## Re-resolve requirements.lock from pyproject.toml
 
 clean: ## Remove .venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info
+
+.PHONY: fuzz
+fuzz: install ## Coverage-guided fuzzing of the consumer runtime (atheris): FUZZ_SECONDS=300
+	mkdir -p .fuzz/corpus && cp -n tests/fuzz/seeds/* .fuzz/corpus/
+	$(BIN)/python -m tests.fuzz.runtime_target .fuzz/corpus -max_total_time=$(or $(FUZZ_SECONDS),300) -max_len=300000 -artifact_prefix=.fuzz/

@@ -49,7 +49,7 @@ from emulator.session import StackSession, start_session, state_path
 from idempotent_messaging.dispatch import env as dispatch_env
 from idempotent_messaging.dispatch.keys import idempotency_key as charge_key
 from idempotent_messaging.ops import dlq as ops_dlq
-from idempotent_messaging.ops.outputs import Consumer, emulator_state_dir, find_consumers
+from idempotent_messaging.ops.outputs import DeployedConsumer, emulator_state_dir, find_consumers
 from idempotent_messaging.runtime import env as runtime_env
 from idempotent_messaging.runtime.observability import Outcome
 
@@ -85,7 +85,7 @@ class Console:
 
 @dataclass
 class ConsumerReport:
-    consumer: Consumer
+    consumer: DeployedConsumer
     sent: int = 0
     sent_parts: list[str] = field(default_factory=list)  # what the sent messages were
     redriven: int = 0
@@ -201,7 +201,7 @@ class Demo:
         report.sent += len(bodies)
         report.sent_parts.append(f"{len(bodies)} {label}")
 
-    def _complete(self, consumer: Consumer) -> Consumer:
+    def _complete(self, consumer: DeployedConsumer) -> DeployedConsumer:
         """Fill what the outputs do not export from the deployed function: the mapping on
         the consumer's queue names the function, whose environment names its table/topic."""
         queue = consumer.queue_arn or ""

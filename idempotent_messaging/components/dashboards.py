@@ -30,10 +30,10 @@ RECORD_OUTCOMES = (
     "retried",
     "failed",
 )
-"""Count metrics the consumer runtime emits per record (handlers/runtime/observability.py
+"""Count metrics the consumer runtime emits per record (runtime/observability.py
 Outcome; tests/infra/test_dashboards.py keeps the two equal)."""
 DISPATCHER_METRICS = ("ChargesEnqueued", "ItemsRejected", "SegmentsHandedOff")
-"""Count metrics the monthly dispatcher emits per invocation (handlers/dispatch/app.py)."""
+"""Count metrics the monthly dispatcher emits per invocation (dispatch/app.py)."""
 WIDGET_WIDTH = 12
 WIDGET_HEIGHT = 6
 

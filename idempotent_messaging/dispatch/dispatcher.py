@@ -170,8 +170,14 @@ class Dispatcher:
     def start(self, trigger: Trigger, total_segments: int, budget: Budget) -> Outcome:
         """A schedule fire or a manual run: create/join the month's run, work on every open
         segment until done or until the budget runs low."""
+        version = getattr(self._source, "version", None)
         begin = self._runs.begin(
-            trigger.month, trigger.trigger, trigger.scheduled_time, total_segments, trigger.restart
+            trigger.month,
+            trigger.trigger,
+            trigger.scheduled_time,
+            total_segments,
+            trigger.restart,
+            source_version=version(trigger.month) if version is not None else None,
         )
         self._log.info(
             "trigger",
@@ -224,6 +230,13 @@ class Dispatcher:
         self, run: RunView, segments: list[SegmentState], hop: int, reason: str, budget: Budget
     ) -> Outcome:
         outcome = Outcome(run.month, run.generation, reason)
+        pin = getattr(self._source, "pin", None)
+        if pin is not None and run.source_version is not None:
+            try:
+                pin(run.month, run.source_version)
+            except Exception as exc:
+                self._runs.record_error(run.month, f"{type(exc).__name__}: {exc}")
+                raise
         lock = threading.Lock()
         stop = threading.Event()
         versions: dict[int, int] = {}

@@ -57,6 +57,9 @@ class RunView:
     total_segments: int
     items_enqueued: int
     segments: dict[int, SegmentState]
+    source_version: str | None = None
+    """The item source's version pinned when this generation started (an S3 manifest's ETag);
+    None for sources that have none (the accounts table)."""
 
     def open_segments(self) -> list[SegmentState]:
         return [s for _, s in sorted(self.segments.items()) if not s.done]
@@ -104,6 +107,7 @@ def _view(item: dict[str, Any]) -> RunView:
         total_segments=int(item["total_segments"]["N"]),
         items_enqueued=int(item["items_enqueued"]["N"]),
         segments=segments,
+        source_version=item.get("source_version", {}).get("S"),
     )
 
 
@@ -130,6 +134,7 @@ class RunStore:
         scheduled_time: str | None,
         total_segments: int,
         restart: bool,
+        source_version: str | None = None,
     ) -> Begin:
         """Start (or join) the month's run. Schedule fires after completion are no-ops; a
         manual run after completion (or with restart) starts a new generation that re-sends
@@ -140,7 +145,7 @@ class RunStore:
                 self._client.put_item(
                     TableName=self._table,
                     Item=self._new_generation_item(
-                        month, trigger, scheduled_time, total_segments, 1, now
+                        month, trigger, scheduled_time, total_segments, 1, now, source_version
                     ),
                     ConditionExpression="attribute_not_exists(#m)",
                     ExpressionAttributeNames={"#m": RUN_KEY},
@@ -155,47 +160,75 @@ class RunStore:
             self._touch(month, counter)
             return Begin(None, False, "month already finished; duplicate or late schedule fire")
         if current.status == STATUS_FINISHED or restart:
-            self._update(
-                Key={RUN_KEY: {"S": month}},
-                UpdateExpression=(
-                    "SET generation = :g1, #st = :running, #tr = :trigger, started_at = :now, "
-                    "updated_at = :now, items_enqueued = :zero, items_rejected = :zero, "
-                    "total_segments = :total, segments_remaining = :total, #segs = :segs, "
-                    "previous = list_append(if_not_exists(previous, :empty), :summary), "
-                    "invocations = invocations + :one, "
-                    f"{counter} = if_not_exists({counter}, :zero) + :one "
-                    "REMOVE finished_at, last_error, last_error_at, scheduled_time"
-                ),
-                ConditionExpression="generation = :g0",
-                ExpressionAttributeNames={"#st": "status", "#tr": "trigger", "#segs": "segments"},
-                ExpressionAttributeValues={
-                    ":g0": {"N": str(current.generation)},
-                    ":g1": {"N": str(current.generation + 1)},
-                    ":running": {"S": STATUS_RUNNING},
-                    ":trigger": {"S": trigger},
-                    ":now": {"S": now},
-                    ":zero": {"N": "0"},
-                    ":one": {"N": "1"},
-                    ":total": {"N": str(total_segments)},
-                    ":segs": _fresh_segments(total_segments),
-                    ":empty": {"L": []},
-                    ":summary": {
-                        "L": [
-                            {
-                                "M": {
-                                    "generation": {"N": str(current.generation)},
-                                    "status": {"S": current.status},
-                                    "trigger": {"S": current.trigger},
-                                    "items_enqueued": {"N": str(current.items_enqueued)},
-                                }
-                            }
-                        ]
+            pin_set, pin_remove, pin_values = "", "", {}
+            if source_version is not None:
+                pin_set = ", source_version = :sv"
+                pin_values = {":sv": {"S": source_version}}
+            else:
+                pin_remove = ", source_version"
+            try:
+                self._update(
+                    Key={RUN_KEY: {"S": month}},
+                    UpdateExpression=(
+                        "SET generation = :g1, #st = :running, #tr = :trigger, started_at = :now, "
+                        "updated_at = :now, items_enqueued = :zero, items_rejected = :zero, "
+                        "total_segments = :total, segments_remaining = :total, #segs = :segs, "
+                        "previous = list_append(if_not_exists(previous, :empty), :summary), "
+                        "invocations = invocations + :one, "
+                        f"{counter} = if_not_exists({counter}, :zero) + :one{pin_set} "
+                        f"REMOVE finished_at, last_error, last_error_at, scheduled_time{pin_remove}"
+                    ),
+                    ConditionExpression="generation = :g0",
+                    ExpressionAttributeNames={
+                        "#st": "status",
+                        "#tr": "trigger",
+                        "#segs": "segments",
                     },
-                },
-            )
+                    ExpressionAttributeValues={
+                        **pin_values,
+                        **self._rerun_values(current, trigger, now, total_segments),
+                    },
+                )
+            except self._client.exceptions.ConditionalCheckFailedException:
+                # Another re-run of this month moved the generation first: it does the work.
+                return Begin(
+                    None,
+                    False,
+                    f"concurrent re-run: another invocation started generation "
+                    f"{current.generation + 1} of {month} first; this one stops",
+                )
             return Begin(self.load(month), True, "manual re-run: new generation")
         self._touch(month, counter)
         return Begin(self.load(month), False, "run in progress: resuming from its checkpoints")
+
+    @staticmethod
+    def _rerun_values(
+        current: RunView, trigger: str, now: str, total_segments: int
+    ) -> dict[str, Any]:
+        return {
+            ":g0": {"N": str(current.generation)},
+            ":g1": {"N": str(current.generation + 1)},
+            ":running": {"S": STATUS_RUNNING},
+            ":trigger": {"S": trigger},
+            ":now": {"S": now},
+            ":zero": {"N": "0"},
+            ":one": {"N": "1"},
+            ":total": {"N": str(total_segments)},
+            ":segs": _fresh_segments(total_segments),
+            ":empty": {"L": []},
+            ":summary": {
+                "L": [
+                    {
+                        "M": {
+                            "generation": {"N": str(current.generation)},
+                            "status": {"S": current.status},
+                            "trigger": {"S": current.trigger},
+                            "items_enqueued": {"N": str(current.items_enqueued)},
+                        }
+                    }
+                ]
+            },
+        }
 
     def _new_generation_item(
         self,
@@ -205,6 +238,7 @@ class RunStore:
         total_segments: int,
         generation: int,
         now: str,
+        source_version: str | None = None,
     ) -> dict[str, Any]:
         item: dict[str, Any] = {
             RUN_KEY: {"S": month},
@@ -224,6 +258,8 @@ class RunStore:
         }
         if scheduled_time:
             item["scheduled_time"] = {"S": scheduled_time}
+        if source_version is not None:
+            item["source_version"] = {"S": source_version}
         return item
 
     def _touch(self, month: str, counter: str | None = None) -> None:

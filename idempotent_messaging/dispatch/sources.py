@@ -35,7 +35,13 @@ class Page:
 
 
 class ItemSource(Protocol):
-    """A segmented, resumable enumeration of billable items for one month."""
+    """A segmented, resumable enumeration of billable items for one month.
+
+    A source whose content can change under a run (the S3 manifest) also offers
+    ``version(month) -> str`` (pinned in the run record when a generation starts) and
+    ``pin(month, version)`` (later reads of another version raise ``SourceChanged``); the
+    dispatcher uses them when present.
+    """
 
     def read_page(
         self, month: str, segment: int, total_segments: int, cursor: Cursor | None
@@ -44,6 +50,11 @@ class ItemSource(Protocol):
 
 class SourceError(RuntimeError):
     """The source itself is broken (missing manifest, unreadable line): the run must fail."""
+
+
+class SourceChanged(SourceError):
+    """The source changed under a running generation: its checkpoints (byte offsets) no
+    longer describe it, so going on would skip or repeat lines."""
 
 
 class DynamoDBAccountsSource:
@@ -121,24 +132,67 @@ class S3ManifestSource:
         self._template = key_template
         self._chunk = chunk_bytes
         self._sizes: dict[str, int] = {}
+        self._etags: dict[str, str] = {}
+        self._pins: dict[str, str] = {}
 
     def _key(self, month: str) -> str:
         return self._template.format(month=month)
 
+    def _head(self, key: str) -> None:
+        try:
+            head = self._client.head_object(Bucket=self._bucket, Key=key)
+        except self._client.exceptions.ClientError as exc:
+            raise SourceError(f"manifest s3://{self._bucket}/{key} cannot be read: {exc}") from exc
+        self._sizes[key] = int(head["ContentLength"])
+        self._etags[key] = str(head["ETag"])
+
+    def version(self, month: str) -> str:
+        """The manifest's current ETag: pinned in the run record when a generation starts."""
+        key = self._key(month)
+        if key not in self._etags:
+            self._head(key)
+        return self._etags[key]
+
+    def pin(self, month: str, version: str) -> None:
+        """Read only this version of the month's manifest (the run record's pin); any other
+        version fails the read with SourceChanged."""
+        key = self._key(month)
+        self._pins[key] = version
+        if key in self._etags and self._etags[key] != version:
+            self._changed(key, version)
+
+    def _changed(self, key: str, version: str) -> None:
+        raise SourceChanged(
+            f"manifest s3://{self._bucket}/{key} was replaced during the run (the run record "
+            f"pins ETag {version}): its byte-offset checkpoints no longer apply; re-run the "
+            "month with restart=true to dispatch the new manifest from the start"
+        )
+
     def _size(self, key: str) -> int:
         if key not in self._sizes:
-            try:
-                head = self._client.head_object(Bucket=self._bucket, Key=key)
-            except self._client.exceptions.ClientError as exc:
-                raise SourceError(
-                    f"manifest s3://{self._bucket}/{key} cannot be read: {exc}"
-                ) from exc
-            self._sizes[key] = int(head["ContentLength"])
+            self._head(key)
+            pinned = self._pins.get(key)
+            if pinned is not None and self._etags[key] != pinned:
+                self._changed(key, pinned)
         return self._sizes[key]
 
     def _get(self, key: str, start: int, end: int) -> bytes:
-        """Bytes [start, end] (inclusive, as HTTP ranges are)."""
-        body = self._client.get_object(Bucket=self._bucket, Key=key, Range=f"bytes={start}-{end}")
+        """Bytes [start, end] (inclusive, as HTTP ranges are) of the pinned version."""
+        kwargs: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": key,
+            "Range": f"bytes={start}-{end}",
+        }
+        pinned = self._pins.get(key)
+        if pinned is not None:
+            kwargs["IfMatch"] = pinned  # S3 answers 412 PreconditionFailed for another ETag
+        try:
+            body = self._client.get_object(**kwargs)
+        except self._client.exceptions.ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if pinned is not None and code in ("PreconditionFailed", "412"):
+                self._changed(key, pinned)
+            raise
         data: bytes = body["Body"].read()
         return data
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from idempotent_messaging.ops import dlq
+from idempotent_messaging.ops import dlq, owed
 from idempotent_messaging.ops.dlq import OpsError
 from idempotent_messaging.ops.month import run_month_aws, run_month_in_emulator, validate_month
 from idempotent_messaging.ops.outputs import (
-    Consumer,
+    DeployedConsumer,
     OutputsError,
     emulator_state_path,
     find_consumers,
@@ -88,6 +89,25 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("--queue", choices=["dlq", "source"], default="dlq")
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    owed = sub.add_parser(
+        "owed",
+        parents=[common],
+        help="list (and re-publish) notifications owed by claims left pending",
+    )
+    owed.add_argument("--table", required=True, help="the consumer's state (claim) table")
+    owed.add_argument("--topic-arn", help="SNS topic to re-publish to (needed with --republish)")
+    owed.add_argument(
+        "--older-than",
+        type=int,
+        default=3600,
+        help="only claims pending for more than N seconds (default 3600)",
+    )
+    owed.add_argument(
+        "--republish",
+        action="store_true",
+        help="publish each stored owed notification, then mark its claim sent",
+    )
+
     month = sub.add_parser("run-month", parents=[common], help="invoke the monthly dispatcher")
     month.add_argument("--month", required=True, help="billing month YYYY-MM")
     month.add_argument("--target", choices=["aws", "emulator"], default="aws")
@@ -133,9 +153,9 @@ def _outputs(args: argparse.Namespace) -> dict[str, Any]:
     return pulumi_stack_outputs(args.stack)
 
 
-def _consumer(args: argparse.Namespace) -> Consumer:
+def _consumer(args: argparse.Namespace) -> DeployedConsumer:
     if getattr(args, "dlq_url", None):
-        return Consumer(name="(given)", dlq_url=args.dlq_url)
+        return DeployedConsumer(name="(given)", dlq_url=args.dlq_url)
     consumers = find_consumers(_outputs(args))
     names = ", ".join(c.name for c in consumers) or "none"
     if not args.consumer:
@@ -283,7 +303,44 @@ def cmd_run_month(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_owed(args: argparse.Namespace) -> int:
+    if args.republish and not args.topic_arn:
+        raise OpsError("--republish needs --topic-arn (the consumer's notification topic)")
+    dynamodb = _client(args, "dynamodb")
+    now = int(time.time())
+    claims = list(owed.owed_claims(dynamodb, args.table, older_than_s=args.older_than, now=now))
+    rows = []
+    failed = 0
+    sns = _client(args, "sns") if args.republish else None
+    for claim in claims:
+        row = claim.to_json()
+        if args.republish:
+            if claim.notification is None:
+                row["action"] = "no stored notification: redrive its DLQ message"
+            else:
+                try:
+                    row["published"] = owed.republish(
+                        dynamodb, sns, args.table, args.topic_arn, claim, now
+                    )
+                    row["action"] = "re-published; claim marked sent"
+                except (ClientError, BotoCoreError) as exc:
+                    failed += 1
+                    row["action"] = f"re-publish failed: {exc}"
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"{len(rows)} claim(s) pending for more than {args.older_than} s in {args.table}")
+        for row in rows:
+            stored = "notification stored" if row["notification_stored"] else "not stored"
+            print(f"- {row['event_id']} ({stored}) {row.get('action', '')}".rstrip())
+            if row["error"]:
+                print(f"    SNS said: {row['error']}")
+    return 1 if failed else 0
+
+
 COMMANDS = {
+    "owed": cmd_owed,
     "consumers": cmd_consumers,
     "peek": cmd_peek,
     "redrive": cmd_redrive,

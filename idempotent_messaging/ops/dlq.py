@@ -23,7 +23,7 @@ NATIVE_MAX_RATE = 500  # StartMessageMoveTask MaxNumberOfMessagesPerSecond limit
 _UNSUPPORTED_CODES = frozenset(
     {"InvalidAction", "UnknownOperationException", "NotImplemented", "UnsupportedOperation"}
 )
-# The quarantine attributes the runtime writes (handlers/runtime/quarantine.py), shown first.
+# The quarantine attributes the runtime writes (runtime/quarantine.py), shown first.
 REASON_ATTRIBUTES = (
     "failure_class",
     "failure_kind",

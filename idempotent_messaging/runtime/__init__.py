@@ -33,8 +33,8 @@ Public API (stable; see docs/runtime.md for the full contract)::
 ``handle`` reads Settings (handlers/runtime/env.py names) and builds boto3 clients at
 invocation time, cached by region/endpoint, so env changes between invocations take effect.
 ``Consumer.process(event, context, Runtime(settings, dynamodb, sns, sqs))`` takes them
-explicitly (tests). ``IDEMPOTENCY_STRATEGY=powertools`` runs a consumer WITHOUT notification
-through Powertools idempotency instead (handlers/runtime/powertools_strategy.py).
+explicitly (tests). ``IDEMPOTENCY_STRATEGY=powertools`` is refused with a ConfigurationError
+naming ``transactional``: Powertools cannot commit its record atomically with the write.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ failed and are not written, so order within a group is never broken.
 
 from __future__ import annotations
 
+import decimal
 import enum
 import json
 import time
@@ -45,12 +46,15 @@ from idempotent_messaging.runtime.errors import (
     is_transaction_cancelled,
 )
 from idempotent_messaging.runtime.keys import (
+    EventIdFromAttribute,
     EventIdFromBody,
     EventIdSource,
     StateKey,
     state_key,
+    utf8_length,
     validate_tenant,
 )
+from idempotent_messaging.runtime.limits import check_transact_item
 from idempotent_messaging.runtime.notify import (
     PUBLISH_BATCH_MAX_BYTES,
     Notification,
@@ -65,7 +69,7 @@ from idempotent_messaging.runtime.observability import (
     refresh_from_env,
 )
 from idempotent_messaging.runtime.quarantine import Quarantine, QuarantineEntry, chunk_quarantine
-from idempotent_messaging.runtime.settings import Settings
+from idempotent_messaging.runtime.settings import POWERTOOLS_WITHDRAWN, Settings
 from idempotent_messaging.runtime.store import (
     ALLOWED_ITEM_KINDS,
     BATCH_GET_MAX_KEYS,
@@ -228,10 +232,6 @@ class Consumer:
             self.check(runtime.settings)
         except ConfigurationError as exc:
             return _all_failed(event, str(exc))
-        if runtime.settings.strategy == env.STRATEGY_POWERTOOLS:
-            from idempotent_messaging.runtime.powertools_strategy import process_with_powertools
-
-            return process_with_powertools(self, event, context, runtime)
         batch = _Batch(self, runtime, context, event)
         batch.run()
         return batch.response()
@@ -248,19 +248,20 @@ class Consumer:
             )
         if self.requires_business_table and not settings.business_table:
             raise ConfigurationError(f"{env.BUSINESS_TABLE} is missing or empty")
-        if settings.strategy == env.STRATEGY_POWERTOOLS and self.notification is not None:
-            raise ConfigurationError(
-                f"{env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_POWERTOOLS} is only for consumers "
-                "without a notification step; use the transactional strategy"
-            )
+        if settings.strategy == env.STRATEGY_POWERTOOLS:
+            raise ConfigurationError(POWERTOOLS_WITHDRAWN)
 
     # --- pure per-record decoding ---------------------------------------------------------
     def decode(self, raw: Mapping[str, Any], settings: Settings, now: int) -> _Decoded:
-        """Decode one record; raises PoisonMessage for anything that can never succeed."""
+        """Decode one record; raises PoisonMessage for anything that can never succeed and
+        PluginError for an unexpected exception of consumer code (both carry the event id
+        once it is known, so a DLQ copy keeps it)."""
         body = raw.get("body")
         if not isinstance(body, str):
             raise PoisonMessage(PoisonKind.NOT_JSON, "record has no text body")
-        size = len(body.encode("utf-8"))
+        size = utf8_length(body)
+        if size is None:
+            raise PoisonMessage(PoisonKind.NOT_JSON, "body is not valid Unicode text")
         if size > self.max_body_bytes:
             raise PoisonMessage(
                 PoisonKind.OVERSIZE, f"body is {size} bytes (max {self.max_body_bytes})"
@@ -271,10 +272,23 @@ class Consumer:
             # The decoder's message and position never quote the body itself.
             where = f" ({exc.msg} at position {exc.pos})"
             raise PoisonMessage(PoisonKind.NOT_JSON, f"body is not JSON{where}") from None
+        except RecursionError:
+            raise PoisonMessage(
+                PoisonKind.NOT_JSON, "body is JSON nested deeper than the decoder allows"
+            ) from None
         except ValueError:
             # e.g. an integer literal above Python's int-string conversion limit.
             raise PoisonMessage(PoisonKind.NOT_JSON, "body is not JSON") from None
         event_id = self.event_id.extract(raw, message)
+        try:
+            return self._decode_rest(raw, message, event_id, settings, now)
+        except (PoisonMessage, PluginError) as exc:
+            exc.event_id = event_id
+            raise
+
+    def _decode_rest(
+        self, raw: Mapping[str, Any], message: Any, event_id: str, settings: Settings, now: int
+    ) -> _Decoded:
         tenant = None
         if settings.tenant_layout:
             assert self.tenant is not None  # checked by check()
@@ -302,6 +316,7 @@ class Consumer:
                 raise SchemaError(
                     f"writes() item {position} is not one of {sorted(ALLOWED_ITEM_KINDS)}"
                 )
+            check_transact_item(position, item)
         if 1 + len(items) > TRANSACT_MAX_ITEMS:
             raise PoisonMessage(
                 PoisonKind.OVERSIZE,
@@ -310,11 +325,8 @@ class Consumer:
         notification = None
         if self.notification is not None:
             notification = _plugin_call(self.notification, "notification", message, event_id)
-            if notification is not None and notification.size() > PUBLISH_BATCH_MAX_BYTES:
-                raise PoisonMessage(
-                    PoisonKind.OVERSIZE,
-                    f"notification is {notification.size()} bytes (max {PUBLISH_BATCH_MAX_BYTES})",
-                )
+            if notification is not None:
+                notification = _checked_notification(notification)
         return _Decoded(event_id=event_id, key=key, items=items, notification=notification)
 
 
@@ -326,15 +338,59 @@ class _Decoded:
     notification: Notification | None
 
 
+class PluginError(Exception):
+    """Consumer code raised an exception the runtime cannot classify: the record is reported
+    failed ALONE (possibly transient; SQS redelivers it, its redrive policy bounds it)."""
+
+    def __init__(self, name: str, error: BaseException) -> None:
+        super().__init__(f"{name}() raised {type(error).__name__}")
+        self.reason = f"{name}() raised {type(error).__name__}"
+        self.event_id: str | None = None
+
+
+def _checked_notification(notification: Any) -> Notification:
+    if not isinstance(notification, Notification):
+        raise SchemaError(
+            f"notification() returned a {type(notification).__name__}, not a Notification"
+        )
+    texts = [notification.message, notification.subject or ""]
+    for name, value in dict(notification.attributes).items():
+        texts.extend((name, value))
+    if not all(isinstance(t, str) and utf8_length(t) is not None for t in texts):
+        raise SchemaError("notification() returned text that is not valid Unicode strings")
+    if notification.size() > PUBLISH_BATCH_MAX_BYTES:
+        raise PoisonMessage(
+            PoisonKind.OVERSIZE,
+            f"notification is {notification.size()} bytes (max {PUBLISH_BATCH_MAX_BYTES})",
+        )
+    return notification
+
+
+# Consumer code raising these over a message means the message is malformed: the same message
+# would raise again on every delivery.
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError, LookupError)
+
+
 def _plugin_call(fn: Callable[..., Any], name: str, *args: Any) -> Any:
-    """Call consumer code; its KeyError/TypeError/ValueError mean a malformed message."""
+    """Call consumer code; classify what it raises without ever quoting the message."""
     try:
         return fn(*args)
     except PoisonMessage:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except RecursionError:
+        raise SchemaError(f"{name}() could not handle the message: nested too deep") from None
+    except decimal.DecimalException:
+        # boto3's TypeSerializer traps Inexact/Rounded/Overflow/Underflow: DynamoDB's number
+        # type cannot hold the value (more than 38 digits, or exponent out of range).
+        raise SchemaError(
+            f"{name}() met a number DynamoDB cannot hold (38 significant digits, "
+            "1E-130 .. 9.9E+125)"
+        ) from None
+    except _MALFORMED as exc:
         # The exception text may quote the message: keep only its type.
         raise SchemaError(f"{name}() rejected the message ({type(exc).__name__})") from None
+    except Exception as exc:
+        raise PluginError(name, exc) from None
 
 
 def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:
@@ -395,6 +451,7 @@ class _Batch:
     def run(self) -> None:
         try:
             self._decode_all()
+            self._quarantine_now()
             self._mark_in_batch_duplicates()
             self._commit_all()
             self._read_statuses()
@@ -471,7 +528,15 @@ class _Batch:
             try:
                 decoded = self.consumer.decode(rec.raw, self.settings, self.now)
             except PoisonMessage as exc:
+                rec.event_id = exc.event_id
                 rec.poison(exc.kind, exc.reason)
+                continue
+            except PluginError as exc:
+                rec.event_id = exc.event_id
+                rec.fail(FailureClass.TRANSIENT, exc.reason)
+                continue
+            except Exception as exc:  # a runtime bug must cost this record only
+                rec.fail(FailureClass.TRANSIENT, f"decoding raised {type(exc).__name__}")
                 continue
             rec.event_id = decoded.event_id
             rec.key = decoded.key
@@ -533,12 +598,14 @@ class _Batch:
             except ClientError as exc:
                 if is_transaction_cancelled(exc):
                     todo = self._split_cancelled(todo, owners, exc)
+                    self._quarantine_now()
                     continue
                 failure_class = classify_exception(exc)
                 if failure_class is FailureClass.PERMANENT and len(todo) > 1:
                     # Not attributable to one record: fall back to one transaction per record.
                     for rec in todo:
                         self._commit([rec])
+                        self._quarantine_now()
                     return
                 for rec in todo:
                     if failure_class is FailureClass.PERMANENT:
@@ -586,6 +653,14 @@ class _Batch:
                 permanent = [(p, c) for p, c, cls in classes if cls is FailureClass.PERMANENT]
                 if permanent:
                     position, code = permanent[0]
+                    if position == -1:
+                        # The claim itself was refused (e.g. ValidationError on the state
+                        # item): not a business outcome, and there may be no business item.
+                        rec.poison(
+                            PoisonKind.SCHEMA,
+                            f"claim write was cancelled: {code}; nothing was written",
+                        )
+                        continue
                     kind = (
                         PoisonKind.SEMANTIC
                         if code == "ConditionalCheckFailed"
@@ -683,29 +758,70 @@ class _Batch:
                     group_id=rec.group_id,
                 )
             )
-        for chunk in chunk_entries(entries):
-            recs = [by_id[e.entry_id] for e in chunk]
-            if not self._time_ok(recs):
-                continue
-            try:
-                assert self.notifier is not None
-                results = self.notifier.publish_batch(chunk)
-            except (ClientError, BotoCoreError) as exc:
-                for rec in recs:
-                    rec.fail(classify_exception(exc), f"publish failed: {_short(exc)}")
-                continue
-            for entry in chunk:
-                rec = by_id[entry.entry_id]
-                result = results.get(entry.entry_id)
-                if result is None or (result.error and not result.sender_fault):
-                    error = result.error if result else "no answer for this entry"
-                    rec.fail(FailureClass.TRANSIENT, f"publish failed: {error}")
-                elif result.error:
-                    # SNS will never accept it; the claim stays pending, a redrive republishes.
-                    rec.poison(PoisonKind.SCHEMA, f"SNS rejected the notification: {result.error}")
+        for chunk in chunk_entries(entries, one_per_group=self.fifo):
+            # FIFO: a chunk may follow one where an earlier record of the group failed.
+            recs = self._drop_blocked([by_id[e.entry_id] for e in chunk])
+            live = {r.index for r in recs}
+            self._publish_chunk([e for e in chunk if int(e.entry_id[1:]) in live], by_id)
+            self._quarantine_now()
+
+    def _publish_chunk(self, chunk: list[PublishEntry], by_id: dict[str, _Record]) -> None:
+        recs = [by_id[e.entry_id] for e in chunk]
+        if not recs or not self._time_ok(recs):
+            return
+        try:
+            assert self.notifier is not None
+            results = self.notifier.publish_batch(chunk)
+        except (ClientError, BotoCoreError) as exc:
+            failure_class = classify_exception(exc)
+            if failure_class is FailureClass.PERMANENT and len(chunk) > 1:
+                for entry in chunk:  # not attributable to one entry: one call each
+                    if not self._blocked(by_id[entry.entry_id]):
+                        self._publish_chunk([entry], by_id)
+                    else:
+                        by_id[entry.entry_id].fail(
+                            FailureClass.TRANSIENT, "an earlier message of its group failed"
+                        )
+                return
+            for rec in recs:
+                if failure_class is FailureClass.PERMANENT:
+                    self._owe(rec, _short(exc))
                 else:
-                    rec.notification_id = result.message_id
-                    rec.stage = _Stage.NEED_STATUS
+                    rec.fail(failure_class, f"publish failed: {_short(exc)}")
+            return
+        for entry in chunk:
+            rec = by_id[entry.entry_id]
+            result = results.get(entry.entry_id)
+            if result is None or (result.error and not result.sender_fault):
+                error = result.error if result else "no answer for this entry"
+                # The claim stays pending; the redelivery publishes (duplicate path).
+                rec.fail(FailureClass.TRANSIENT, f"publish failed: {error}")
+            elif result.error:
+                self._owe(rec, result.error)
+            else:
+                rec.notification_id = result.message_id
+                rec.stage = _Stage.NEED_STATUS
+
+    def _owe(self, rec: _Record, error: str) -> None:
+        """SNS refused the notification in a way redelivery cannot cure. The business write IS
+        committed, so this is not a property of the message: quarantine it as an owed
+        notification (the claim stays ``pending``; a redrive or ``python -m ops owed
+        republish`` publishes it once the cause is fixed)."""
+        rec.poison(
+            PoisonKind.NOTIFICATION_OWED,
+            f"business write WAS applied; SNS refused the notification ({error}); "
+            "claim left pending: the notification is owed",
+        )
+        if rec.key is None or rec.notification is None:
+            return
+        try:
+            self.store.record_owed(rec.key, rec.notification, error, self.now)
+        except (ClientError, BotoCoreError) as exc:
+            # The DLQ copy still carries the body: a redrive publishes it.
+            logger.warning(
+                "could not store the owed notification on the claim",
+                extra={"event_id": rec.event_id, "error": _short(exc)},
+            )
 
     # --- stage 4: status -> sent -------------------------------------------------------------
     def _write_statuses(self) -> None:
@@ -778,13 +894,30 @@ class _Batch:
         for rec in self.records:
             if rec.group_id is None:
                 continue
+            if rec.outcome is Outcome.QUARANTINED:
+                continue  # already in the DLQ: failing it now would quarantine it twice
             if rec.group_id in failed_groups and not rec.failed:
                 rec.fail(FailureClass.TRANSIENT, "an earlier message of its group failed")
             elif rec.failed:
                 failed_groups.add(rec.group_id)
 
+    def _quarantine_now(self) -> None:
+        """FIFO: quarantine poison before anything later of its group is written or published,
+        so a failed DLQ send holds the rest of the group back (standard queues batch it last)."""
+        if self.fifo:
+            self._quarantine()
+
     def _quarantine(self) -> None:
-        poison = [r for r in self.records if r.stage is _Stage.POISON]
+        poison = []
+        for rec in self._drop_blocked([r for r in self.records if r.stage is _Stage.POISON]):
+            if utf8_length(rec.body) is None:
+                # SQS could never carry this body: keep it where it is (its redrive policy
+                # moves it to the DLQ unchanged) instead of failing the whole DLQ call.
+                _quarantine_failed(rec, "body is not valid Unicode and cannot be copied")
+            else:
+                poison.append(rec)
+        source = self.consumer.event_id
+        source_attribute = source.name if isinstance(source, EventIdFromAttribute) else None
         entries = [
             QuarantineEntry(
                 entry_id=f"q{rec.index}",
@@ -797,6 +930,7 @@ class _Batch:
                 event_id=rec.event_id,
                 group_id=rec.group_id,
                 original_attributes=rec.raw.get("messageAttributes") or {},
+                event_id_attribute=source_attribute,
             )
             for rec in poison
         ]
@@ -807,7 +941,7 @@ class _Batch:
                 continue
             try:
                 results = self.quarantine.send_batch(chunk)
-            except (ClientError, BotoCoreError) as exc:
+            except Exception as exc:  # any failure to quarantine means "keep it in SQS"
                 for rec in recs:
                     _quarantine_failed(rec, _short(exc))
                 continue

@@ -17,7 +17,7 @@ DLQ_URL = "DLQ_URL"  # dead-letter queue for quarantine
 SOURCE_QUEUE_FIFO = "SOURCE_QUEUE_FIFO"  # "true" when the source queue is FIFO
 SOURCE_RETENTION_SECONDS = "SOURCE_RETENTION_SECONDS"
 DLQ_RETENTION_SECONDS = "DLQ_RETENTION_SECONDS"
-IDEMPOTENCY_STRATEGY = "IDEMPOTENCY_STRATEGY"  # "transactional" (default) or "powertools"
+IDEMPOTENCY_STRATEGY = "IDEMPOTENCY_STRATEGY"  # "transactional" (default); "powertools" is refused
 # Powertools' own settings (documented by Powertools)
 POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 POWERTOOLS_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"

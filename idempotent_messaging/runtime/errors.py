@@ -34,6 +34,9 @@ class PoisonKind(enum.StrEnum):
     SCHEMA = "schema"
     SEMANTIC = "semantic"
     OVERSIZE = "oversize"
+    NOTIFICATION_OWED = "notification_owed"
+    """The business write WAS applied; SNS refused the notification for good. The claim stays
+    ``pending``: a redrive after the fix (or ``python -m ops owed``) publishes it."""
 
 
 class ConfigurationError(Exception):
@@ -50,6 +53,8 @@ class PoisonMessage(Exception):
         super().__init__(f"{kind}: {reason}")
         self.kind = kind
         self.reason = reason
+        self.event_id: str | None = None
+        """Set once the event id was extracted, so the DLQ copy carries it."""
 
 
 class SchemaError(PoisonMessage):
@@ -87,7 +92,17 @@ TRANSIENT_ERROR_CODES = frozenset(
 )
 # Codes that say this request can never succeed as sent.
 PERMANENT_ERROR_CODES = frozenset(
-    {"ValidationException", "InvalidParameterException", "InvalidParameterValue"}
+    {
+        "ValidationException",
+        "InvalidParameterException",
+        "InvalidParameterValue",
+        # SNS (Publish/PublishBatch): the request as built can never be accepted.
+        "InvalidParameter",
+        "BatchRequestTooLong",
+        "BatchEntryIdsNotDistinct",
+        "InvalidBatchEntryId",
+        "TooManyEntriesInBatchRequest",
+    }
 )
 # TransactionCanceledException reasons (one per transaction item, in order).
 TRANSIENT_CANCELLATION_CODES = frozenset(

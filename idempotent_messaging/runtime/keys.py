@@ -10,8 +10,10 @@ from typing import Any, Protocol
 from idempotent_messaging.runtime import env
 from idempotent_messaging.runtime.errors import PoisonKind, PoisonMessage
 
-MAX_EVENT_ID_LENGTH = 512
-"""Leaves room for ``<namespace>#`` within DynamoDB's 1,024-byte sort-key limit."""
+MAX_PARTITION_KEY_BYTES = 2048
+"""DynamoDB: a partition key value is at most 2,048 bytes (UTF-8)."""
+MAX_SORT_KEY_BYTES = 1024
+"""DynamoDB: a sort key value is at most 1,024 bytes (UTF-8)."""
 
 
 class EventIdSource(Protocol):
@@ -64,22 +66,41 @@ class EventIdFromContentHash:
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+def utf8_length(value: str) -> int | None:
+    """Length in UTF-8 bytes, or None when the text cannot be encoded (a lone surrogate)."""
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
 def validate_event_id(value: Any, where: str) -> str:
-    """An event id is a non-empty string of printable characters, at most 512 long."""
+    """An event id is a non-empty string of printable characters that UTF-8 can encode.
+
+    Its length is checked where it becomes a key (``state_key``), in bytes as DynamoDB counts.
+    """
     if not isinstance(value, str):
         raise PoisonMessage(
             PoisonKind.INVALID_EVENT_ID, f"{where} is a {type(value).__name__}, not a string"
         )
     if not value or not value.strip():
         raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{where} is empty")
-    if len(value) > MAX_EVENT_ID_LENGTH:
-        raise PoisonMessage(
-            PoisonKind.INVALID_EVENT_ID,
-            f"{where} is {len(value)} characters long (max {MAX_EVENT_ID_LENGTH})",
-        )
+    if utf8_length(value) is None:
+        raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{where} is not valid Unicode text")
     if not value.isprintable():
         raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{where} contains control characters")
     return value
+
+
+def _check_key_bytes(value: str, what: str, limit: int) -> None:
+    size = utf8_length(value)
+    if size is None:
+        raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{what} is not valid Unicode text")
+    if size > limit:
+        raise PoisonMessage(
+            PoisonKind.INVALID_EVENT_ID,
+            f"{what} is {size} bytes in UTF-8; DynamoDB allows at most {limit}",
+        )
 
 
 @dataclass(frozen=True)
@@ -99,12 +120,19 @@ class StateKey:
 def state_key(
     *, tenant_layout: bool, event_id: str, namespace: str, tenant: str | None
 ) -> StateKey:
-    """seed 000: ``{event_id}``; seed 003: ``{pk: tenant, sk: "<namespace>#<event id>"}``."""
+    """seed 000: ``{event_id}``; seed 003: ``{pk: tenant, sk: "<namespace>#<event id>"}``.
+
+    Raises PoisonMessage (invalid event id) when a key value exceeds DynamoDB's limits in
+    UTF-8 bytes, so no request is ever sent that DynamoDB would reject for it.
+    """
     if not tenant_layout:
+        _check_key_bytes(event_id, "event id (partition key)", MAX_PARTITION_KEY_BYTES)
         return StateKey(key={env.EVENT_ID_KEY: {"S": event_id}}, label=event_id)
     if tenant is None:
         raise ValueError("the tenant layout needs a tenant id")
     sort_key = f"{namespace}#{event_id}"
+    _check_key_bytes(tenant, "tenant id (partition key)", MAX_PARTITION_KEY_BYTES)
+    _check_key_bytes(sort_key, f"sort key '{namespace}#<event id>'", MAX_SORT_KEY_BYTES)
     return StateKey(
         key={env.TENANT_PARTITION_KEY: {"S": tenant}, env.TENANT_SORT_KEY: {"S": sort_key}},
         label=f"{tenant}\x00{sort_key}",
@@ -114,6 +142,6 @@ def state_key(
 def validate_tenant(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise PoisonMessage(PoisonKind.SCHEMA, "tenant id is missing or not a non-empty string")
-    if len(value) > MAX_EVENT_ID_LENGTH or not value.isprintable():
-        raise PoisonMessage(PoisonKind.SCHEMA, "tenant id is too long or not printable")
+    if utf8_length(value) is None or not value.isprintable():
+        raise PoisonMessage(PoisonKind.SCHEMA, "tenant id is not printable Unicode text")
     return value

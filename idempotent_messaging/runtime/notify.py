@@ -86,19 +86,33 @@ def _dedup_id(event_id: str) -> str:
     return hashlib.sha256(event_id.encode("utf-8")).hexdigest()
 
 
-def chunk_entries(entries: Sequence[PublishEntry]) -> list[list[PublishEntry]]:
-    """Split into PublishBatch calls of <= 10 entries and <= 256 KiB each, keeping order."""
+def chunk_entries(
+    entries: Sequence[PublishEntry], *, one_per_group: bool = False
+) -> list[list[PublishEntry]]:
+    """Split into PublishBatch calls of <= 10 entries and <= 256 KiB each, keeping order.
+
+    ``one_per_group`` (FIFO): a chunk holds at most one entry per message group. PublishBatch
+    reports success per entry, so with two entries of one group in a call the later one can
+    succeed while the earlier one fails; one per call lets the caller stop the group at the
+    first failure before anything later of it is published.
+    """
     chunks: list[list[PublishEntry]] = []
     current: list[PublishEntry] = []
+    groups: set[str] = set()
     size = 0
     for entry in entries:
         entry_size = entry.notification.size()
+        group_taken = one_per_group and entry.group_id is not None and entry.group_id in groups
         if current and (
-            len(current) >= PUBLISH_BATCH_MAX_ENTRIES or size + entry_size > PUBLISH_BATCH_MAX_BYTES
+            group_taken
+            or len(current) >= PUBLISH_BATCH_MAX_ENTRIES
+            or size + entry_size > PUBLISH_BATCH_MAX_BYTES
         ):
             chunks.append(current)
-            current, size = [], 0
+            current, size, groups = [], 0, set()
         current.append(entry)
+        if entry.group_id is not None:
+            groups.add(entry.group_id)
         size += entry_size
     if current:
         chunks.append(current)

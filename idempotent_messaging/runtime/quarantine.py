@@ -5,6 +5,7 @@ The original body is kept unchanged so a redrive (DLQ -> source) after the fix r
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ ATTR_FAILURE_REASON = "failure_reason"
 ATTR_ORIGINAL_MESSAGE_ID = "original_message_id"
 ATTR_RECEIVE_COUNT = "receive_count"
 ATTR_EVENT_ID = "event_id"
+ATTR_DROPPED = "dropped_attributes"
+"""Names of the producer's attributes that did not fit in SQS's 10 (comma-separated)."""
 RESERVED_ATTRIBUTES = frozenset(
     {
         ATTR_FAILURE_CLASS,
@@ -30,6 +33,7 @@ RESERVED_ATTRIBUTES = frozenset(
         ATTR_ORIGINAL_MESSAGE_ID,
         ATTR_RECEIVE_COUNT,
         ATTR_EVENT_ID,
+        ATTR_DROPPED,
     }
 )
 
@@ -47,6 +51,9 @@ class QuarantineEntry:
     group_id: str | None
     original_attributes: Mapping[str, Any]
     """The record's ``messageAttributes`` (Lambda event format), copied when they fit."""
+    event_id_attribute: str | None = None
+    """The attribute the event id comes from (``EventIdFromAttribute``): always kept, so a
+    redrive extracts the same id."""
 
     def size(self) -> int:
         return len(self.body.encode("utf-8")) + len(self.reason) + 512
@@ -82,7 +89,31 @@ class Quarantine:
         return results
 
 
-def _attributes(entry: QuarantineEntry) -> dict[str, dict[str, str]]:
+def _copyable(value: Any) -> dict[str, Any] | None:
+    """An SQS SendMessage attribute from a Lambda-format one (Lambda base64-encodes binary)."""
+    if not isinstance(value, Mapping):
+        return None
+    data_type = str(value.get("dataType") or "String")
+    if data_type.startswith("Binary"):
+        try:
+            return {"DataType": data_type, "BinaryValue": base64.b64decode(value["binaryValue"])}
+        except (KeyError, TypeError, ValueError):
+            return None
+    if value.get("stringValue") is None:
+        return None
+    return {"DataType": data_type, "StringValue": str(value["stringValue"])}
+
+
+def _attributes(entry: QuarantineEntry) -> dict[str, dict[str, Any]]:
+    """At most 10 attributes (the SQS limit), in order of what a redrive needs:
+    the event-id source attribute, then ours, then the producer's others while they fit;
+    the names of those that did not fit are listed in ``dropped_attributes``."""
+    attributes: dict[str, dict[str, Any]] = {}
+    source = entry.event_id_attribute
+    if source and source in entry.original_attributes:
+        copied = _copyable(entry.original_attributes[source])
+        if copied is not None:
+            attributes[source] = copied
     ours = {
         ATTR_FAILURE_CLASS: entry.failure_class,
         ATTR_FAILURE_KIND: entry.kind,
@@ -92,16 +123,24 @@ def _attributes(entry: QuarantineEntry) -> dict[str, dict[str, str]]:
     }
     if entry.event_id:
         ours[ATTR_EVENT_ID] = entry.event_id
-    attributes: dict[str, dict[str, str]] = {
-        name: {"DataType": "String", "StringValue": value} for name, value in ours.items()
-    }
-    # Keep the producer's attributes (an attribute-borne event id must survive a redrive).
-    for name, value in sorted(entry.original_attributes.items()):
-        if len(attributes) >= MAX_ATTRIBUTES or name in RESERVED_ATTRIBUTES:
-            continue
-        data_type = str(value.get("dataType") or "String")
-        if value.get("stringValue") is not None and not data_type.startswith("Binary"):
-            attributes[name] = {"DataType": data_type, "StringValue": str(value["stringValue"])}
+    for name, text in ours.items():
+        attributes.setdefault(name, {"DataType": "String", "StringValue": text})
+    others = [
+        (name, _copyable(value))
+        for name, value in sorted(entry.original_attributes.items())
+        if name not in attributes and name not in RESERVED_ATTRIBUTES
+    ]
+    dropped = [name for name, value in others if value is None]
+    room = MAX_ATTRIBUTES - len(attributes)
+    kept = [(name, value) for name, value in others if value is not None]
+    if len(kept) > room or dropped:
+        room -= 1  # one slot lists what was dropped
+    for name, copied in kept[: max(room, 0)]:
+        assert copied is not None
+        attributes[name] = copied
+    dropped += [name for name, _ in kept[max(room, 0) :]]
+    if dropped:
+        attributes[ATTR_DROPPED] = {"DataType": "String", "StringValue": ",".join(dropped)[:1000]}
     return attributes
 
 

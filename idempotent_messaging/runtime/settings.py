@@ -9,6 +9,16 @@ from dataclasses import dataclass
 from idempotent_messaging.runtime import env
 from idempotent_messaging.runtime.errors import ConfigurationError
 
+# Powertools commits the business write and then, in a separate call, its COMPLETED record:
+# a crash or failed write between them re-runs ``writes`` on redelivery. No configuration of it
+# makes the two atomic, so the strategy is refused.
+POWERTOOLS_WITHDRAWN = (
+    f"{env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_POWERTOOLS} is withdrawn: it cannot make the "
+    "idempotency record and the business write atomic, so a crash between them applies the "
+    f"write twice; use {env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_TRANSACTIONAL} (the default: "
+    "claim and business write in one TransactWriteItems)"
+)
+
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
 
@@ -44,10 +54,12 @@ class Settings:
                 f"{env.STATE_KEY_LAYOUT}={self.key_layout!r} is invalid; "
                 f"use {env.LAYOUT_EVENT_ID!r} or {env.LAYOUT_TENANT!r}"
             )
-        if self.strategy not in (env.STRATEGY_TRANSACTIONAL, env.STRATEGY_POWERTOOLS):
+        if self.strategy == env.STRATEGY_POWERTOOLS:
+            raise ConfigurationError(POWERTOOLS_WITHDRAWN)
+        if self.strategy != env.STRATEGY_TRANSACTIONAL:
             raise ConfigurationError(
                 f"{env.IDEMPOTENCY_STRATEGY}={self.strategy!r} is invalid; "
-                f"use {env.STRATEGY_TRANSACTIONAL!r} or {env.STRATEGY_POWERTOOLS!r}"
+                f"use {env.STRATEGY_TRANSACTIONAL!r}"
             )
         if self.claim_ttl_seconds <= 0:
             raise ConfigurationError(

@@ -11,6 +11,7 @@ from typing import Any
 
 from idempotent_messaging.runtime import env
 from idempotent_messaging.runtime.keys import StateKey
+from idempotent_messaging.runtime.notify import Notification
 from idempotent_messaging.runtime.settings import Settings
 
 TransactItem = dict[str, Any]
@@ -69,13 +70,14 @@ class StateStore:
     def read_statuses(self, keys: Sequence[StateKey]) -> tuple[dict[str, str | None], set[str]]:
         """One consistent BatchGetItem: ``({label: status or None if absent}, unprocessed)``."""
         table = self._settings.state_table
+        names = self._projection_names()
         response = self._client.batch_get_item(
             RequestItems={
                 table: {
                     "Keys": [k.key for k in keys],
                     "ConsistentRead": True,
-                    "ProjectionExpression": "#k1, #k2, #s",
-                    "ExpressionAttributeNames": self._projection_names(),
+                    "ProjectionExpression": ", ".join(names),
+                    "ExpressionAttributeNames": names,
                 }
             }
         )
@@ -121,12 +123,40 @@ class StateStore:
             )
         self._client.transact_write_items(TransactItems=items)
 
+    def record_owed(self, key: StateKey, notification: Notification, error: str, now: int) -> None:
+        """Keep an owed notification on its ``pending`` claim, for ``python -m ops owed``.
+
+        Only on the rare path where SNS refused it for good (one extra UpdateItem); the claim
+        must still exist and be pending (a ``sent`` claim owes nothing).
+        """
+        names = sorted(key.key)
+        stored: dict[str, Any] = {"message": {"S": notification.message}}
+        if notification.subject:
+            stored["subject"] = {"S": notification.subject}
+        if notification.attributes:
+            stored["attributes"] = {
+                "M": {name: {"S": value} for name, value in notification.attributes.items()}
+            }
+        self._client.update_item(
+            TableName=self._settings.state_table,
+            Key=key.key,
+            UpdateExpression="SET owed_notification = :n, owed_since = :now, owed_error = :e",
+            ConditionExpression=f"attribute_exists({names[0]}) AND #s = :pending",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":n": {"M": stored},
+                ":now": {"N": str(now)},
+                ":e": {"S": error[:1000] or "unknown"},
+                ":pending": {"S": env.STATUS_PENDING},
+            },
+        )
+
     def _projection_names(self) -> dict[str, str]:
+        """Each key attribute once, plus status: DynamoDB rejects a projection naming one path
+        twice (moto accepts it), and rejects unused ExpressionAttributeNames."""
         if self._settings.tenant_layout:
-            k1, k2 = env.TENANT_PARTITION_KEY, env.TENANT_SORT_KEY
-        else:
-            k1, k2 = env.EVENT_ID_KEY, env.EVENT_ID_KEY
-        return {"#k1": k1, "#k2": k2, "#s": "status"}
+            return {"#k1": env.TENANT_PARTITION_KEY, "#k2": env.TENANT_SORT_KEY, "#s": "status"}
+        return {"#k1": env.EVENT_ID_KEY, "#s": "status"}
 
     def _label(self, item: Mapping[str, Any]) -> str:
         if self._settings.tenant_layout:

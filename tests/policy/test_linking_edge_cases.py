@@ -71,9 +71,7 @@ aws.cloudwatch.MetricAlarm("jobs-dlq-alarm", namespace="AWS/SQS",
     assert wrong == (set() if preview else {("sqs-dlq-has-alarm", "jobs-dlq")})
 
 
-def test_program_modules_shadow_the_checkers_own_and_are_dropped_afterwards(
-    tmp_path, monkeypatch
-):
+def test_program_modules_shadow_the_checkers_own_and_are_dropped_afterwards(tmp_path, monkeypatch):
     # A module of the checking process named as one of the program's (`policy`): a program
     # run by the real CLI would never see it, so the program's own must win for the run.
     checker_side = types.ModuleType("policy")

@@ -46,10 +46,11 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from ..offline.answers import ANSWERS_FILE_NAME, Answers, load_answers
-from ..offline.errors import MissingPackageError, ProgramError
-from ..offline.mocks import AwsMocks
-from ..offline.project import (
+from ..values import UNKNOWN
+from .answers import ANSWERS_FILE_NAME, Answers, load_answers
+from .errors import MissingPackageError, ProgramError
+from .mocks import AwsMocks
+from .project import (
     STACK_TYPE,
     ProjectSpec,
     StackConfig,
@@ -58,8 +59,7 @@ from ..offline.project import (
     load_project,
     load_stack_config,
 )
-from ..offline.recorder import EngineCallError, RecordedResource, RecordingMonitor
-from ..values import UNKNOWN
+from .recorder import EngineCallError, RecordedResource, RecordingMonitor
 
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 
@@ -166,17 +166,24 @@ def _user_frame(exc: BaseException, project_dir: Path) -> str | None:
 
 
 def _missing_module(exc: BaseException) -> str | None:
-    """The top-level module a ModuleNotFoundError (anywhere in the chain) could not find."""
+    """The module a ModuleNotFoundError that made the program fail could not find.
+
+    Only the failure itself, its explicit causes (``raise ... from``) and import errors
+    re-raised as import errors count: an ImportError the program (or the standard library, e.g.
+    zoneinfo trying the optional ``tzdata`` package) handled before raising something else is
+    not why the program failed."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, ModuleNotFoundError) and current.name:
             return current.name
-        # `raise ... from None` says the context is not the cause (zoneinfo's failed optional
-        # `import tzdata` under an invalid time zone is such a context).
-        context = None if current.__suppress_context__ else current.__context__
-        current = current.__cause__ or context
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif isinstance(current, ImportError):
+            current = current.__context__
+        else:
+            current = None
     return None
 
 

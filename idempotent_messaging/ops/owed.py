@@ -1,0 +1,134 @@
+"""Owed notifications: claims left ``pending`` past a threshold, listed and re-published.
+
+A claim stays ``pending`` when its business write committed but the notification was not
+published (SNS refused it for good -> the DLQ holds an ``notification_owed`` copy; or the
+message ran out of receives while SNS was down). When SNS refused it for good, the runtime
+stores the notification on the claim (``owed_notification``), so it can be re-published here
+without the message; otherwise the DLQ copy is the way back (``python -m ops redrive``: the
+redelivery meets the pending claim and publishes only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from idempotent_messaging.runtime import env as runtime_env
+
+
+@dataclass(frozen=True)
+class OwedClaim:
+    key: dict[str, Any]
+    event_id: str
+    received_at: int | None
+    notification: dict[str, Any] | None
+    """``{"message", "subject"?, "attributes"?}`` when the runtime stored it, else None."""
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event_id": self.event_id,
+            "key": {name: next(iter(value.values())) for name, value in self.key.items()},
+            "received_at": self.received_at,
+            "notification_stored": self.notification is not None,
+            "error": self.error,
+        }
+
+
+def _key_of(item: dict[str, Any]) -> dict[str, Any]:
+    if runtime_env.TENANT_PARTITION_KEY in item and runtime_env.TENANT_SORT_KEY in item:
+        return {
+            runtime_env.TENANT_PARTITION_KEY: item[runtime_env.TENANT_PARTITION_KEY],
+            runtime_env.TENANT_SORT_KEY: item[runtime_env.TENANT_SORT_KEY],
+        }
+    return {runtime_env.EVENT_ID_KEY: item[runtime_env.EVENT_ID_KEY]}
+
+
+def _stored(item: dict[str, Any]) -> dict[str, Any] | None:
+    raw = item.get("owed_notification", {}).get("M")
+    if not raw or "S" not in raw.get("message", {}):
+        return None
+    stored: dict[str, Any] = {"message": raw["message"]["S"]}
+    if "S" in raw.get("subject", {}):
+        stored["subject"] = raw["subject"]["S"]
+    attributes = raw.get("attributes", {}).get("M", {})
+    if attributes:
+        stored["attributes"] = {name: value["S"] for name, value in attributes.items()}
+    return stored
+
+
+def owed_claims(dynamodb: Any, table: str, *, older_than_s: int, now: int) -> Iterator[OwedClaim]:
+    """Every ``pending`` claim received more than ``older_than_s`` seconds before ``now``."""
+    kwargs: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": True,
+        "FilterExpression": "#s = :pending AND received_at < :cutoff",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {
+            ":pending": {"S": runtime_env.STATUS_PENDING},
+            ":cutoff": {"N": str(now - older_than_s)},
+        },
+    }
+    while True:
+        page = dynamodb.scan(**kwargs)
+        for item in page.get("Items", []):
+            received = item.get("received_at", {}).get("N")
+            yield OwedClaim(
+                key=_key_of(item),
+                event_id=item.get(runtime_env.EVENT_ID_KEY, {}).get("S", "?"),
+                received_at=int(received) if received is not None else None,
+                notification=_stored(item),
+                error=item.get("owed_error", {}).get("S"),
+            )
+        if "LastEvaluatedKey" not in page:
+            return
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def republish(
+    dynamodb: Any, sns: Any, table: str, topic_arn: str, claim: OwedClaim, now: int
+) -> str:
+    """Publish a stored owed notification, then mark the claim ``sent`` (only if still
+    pending). Returns the SNS message id. At-least-once, like the runtime: a crash between
+    the two steps re-publishes on the next run."""
+    if claim.notification is None:
+        raise ValueError(
+            f"claim {claim.event_id!r} holds no notification: redrive its DLQ message instead "
+            "(python -m ops redrive); the redelivery publishes it"
+        )
+    request: dict[str, Any] = {"TopicArn": topic_arn, "Message": claim.notification["message"]}
+    if claim.notification.get("subject"):
+        request["Subject"] = claim.notification["subject"]
+    if claim.notification.get("attributes"):
+        request["MessageAttributes"] = {
+            name: {"DataType": "String", "StringValue": value}
+            for name, value in claim.notification["attributes"].items()
+        }
+    if topic_arn.endswith(".fifo"):
+        # The runtime's dedup id for this event (runtime/notify.py), so a publish the
+        # runtime already made within SNS's 5-minute window is not delivered twice.
+        request["MessageGroupId"] = claim.event_id
+        request["MessageDeduplicationId"] = hashlib.sha256(
+            claim.event_id.encode("utf-8")
+        ).hexdigest()
+    message_id = str(sns.publish(**request)["MessageId"])
+    # A redrive may have published and marked it meanwhile: then nothing is left to do.
+    with contextlib.suppress(dynamodb.exceptions.ConditionalCheckFailedException):
+        dynamodb.update_item(
+            TableName=table,
+            Key=claim.key,
+            UpdateExpression="SET #s = :sent, sent_at = :now, notification_id = :nid "
+            "REMOVE owed_notification, owed_since, owed_error",
+            ConditionExpression="#s = :pending",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":sent": {"S": runtime_env.STATUS_SENT},
+                ":pending": {"S": runtime_env.STATUS_PENDING},
+                ":now": {"N": str(now)},
+                ":nid": {"S": message_id},
+            },
+        )
+    return message_id

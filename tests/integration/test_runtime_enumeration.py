@@ -1,0 +1,129 @@
+"""Exhaustive enumeration on a FIFO batch with two message groups and a poison record:
+{no publish fault, one PublishBatch entry refused (for each event), a whole PublishBatch call
+failed} x {DLQ send works, DLQ send fails} x {no crash, a process death before every AWS call
+of the first delivery, after its last call}, for every strategy offered (transactional only:
+the Powertools strategy is withdrawn). After redelivery, each time:
+
+* every valid event has exactly one row, a ``sent`` claim and at least one notification;
+* within each group, the first acknowledgement of each event follows the queue order;
+* the poison record is in the DLQ exactly once, with its reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from handlers.orders import order_notification, order_writes
+from idempotent_messaging.runtime import Consumer, env
+from tests.integration.runtime_faults import drop_publish_entries, fail_sends
+from tests.integration.test_runtime_crashes import CrashAt
+from tests.integration.test_runtime_world import (
+    Aws,
+    Crash,
+    FakeContext,
+    SimQueue,
+    assert_exactly_once,
+    create_world,
+    order_body,
+)
+
+pytestmark = pytest.mark.integration
+
+STRATEGIES = [env.STRATEGY_TRANSACTIONAL]
+CONSUMER = Consumer(writes=order_writes, notification=order_notification, sleep=lambda _s: None)
+QUEUE = [("a1", "a"), ("b1", "b"), ("POISON", "a"), ("a2", "a"), ("b2", "b")]
+EXPECTED = {e: f"order-{e}" for e, _ in QUEUE if e != "POISON"}
+PUBLISH_FAULTS = ["none", "chunk"] + [f"entry:{e}" for e in EXPECTED]
+QUARANTINE_FAULTS = ["none", "dlq-down"]
+
+
+def acknowledgements(world: Aws) -> list[str]:
+    acked: list[str] = []
+    sent: dict[str, str] = {}
+
+    def remember(params: dict[str, Any], **_: Any) -> None:
+        import json
+
+        for entry in params.get("PublishBatchRequestEntries", []):
+            sent[entry["Id"]] = json.loads(entry["Message"])["event_id"]
+
+    def collect(parsed: dict[str, Any], **_: Any) -> None:
+        acked.extend(sent[ok["Id"]] for ok in parsed.get("Successful", []) if ok["Id"] in sent)
+
+    world.sns.meta.events.register("before-parameter-build.sns.PublishBatch", remember)
+    world.sns.meta.events.register("after-call.sns.PublishBatch", collect)
+    return acked
+
+
+def first_delivery(
+    world: Aws, queue: SimQueue, strategy: str, publish: str, quarantine: str, crash: Any
+) -> int:
+    """The faulty first delivery; returns how many AWS calls it made."""
+    if publish == "chunk":
+        fail_sends(world.sns, "PublishBatch", 3)  # botocore's 3 attempts all fail
+    elif publish.startswith("entry:"):
+        drop_publish_entries(world.sns, {publish.split(":", 1)[1]})
+    if quarantine == "dlq-down":
+        fail_sends(world.sqs, "SendMessageBatch", 3)
+    start = len(world.calls)
+    if crash is not None:
+        if crash.after:
+            world.crash_after_call = start + crash.call
+        else:
+            world.crash_before_call = start + crash.call
+    runtime = world.runtime(strategy=strategy, source_fifo=True)
+    try:
+        queue.deliver(lambda event: CONSUMER.process(event, FakeContext(), runtime))
+    except Crash:  # pragma: no cover - SimQueue.deliver absorbs it
+        raise
+    finally:
+        world.crash_before_call = world.crash_after_call = None
+    return len(world.calls) - start
+
+
+def scenario(strategy: str, publish: str, quarantine: str, crash: Any) -> int:
+    with mock_aws():
+        # AWS: a FIFO source needs a FIFO DLQ; its dedup id (the original messageId) makes a
+        # re-quarantine after a crash a no-op within SQS's 5-minute deduplication window.
+        world, queue = create_world(fifo_dlq=True), SimQueue(fifo=True)
+        acked = acknowledgements(world)
+        poison_id = ""
+        for event_id, group in QUEUE:
+            body = "not json" if event_id == "POISON" else order_body(event_id)
+            message_id = queue.send(body, group_id=group)
+            if event_id == "POISON":
+                poison_id = message_id
+        calls = first_delivery(world, queue, strategy, publish, quarantine, crash)
+        # Every fault is gone: SQS redelivers until the queue is empty.
+        runtime = world.runtime(strategy=strategy, source_fifo=True)
+        queue.drain(lambda event: CONSUMER.process(event, FakeContext(), runtime))
+        assert_exactly_once(world, EXPECTED)
+        for group in "ab":
+            order = [e for e, g in QUEUE if g == group and e != "POISON"]
+            firsts = list(dict.fromkeys(e for e in acked if e in order))
+            assert firsts == order, (group, acked)
+        originals = Counter(
+            m["MessageAttributes"]["original_message_id"]["StringValue"]
+            for m in world.dlq_messages()
+        )
+        assert originals == {poison_id: 1}
+        return calls
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize(
+    ("publish", "quarantine"), list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
+)
+def test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise(
+    aws_env: dict[str, str], strategy: str, publish: str, quarantine: str
+) -> None:
+    n_calls = scenario(strategy, publish, quarantine, None)
+    assert n_calls >= 2
+    points = [CrashAt(k) for k in range(1, n_calls + 1)] + [CrashAt(n_calls, after=True)]
+    for crash in points:
+        scenario(strategy, publish, quarantine, crash)

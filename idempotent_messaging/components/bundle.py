@@ -63,7 +63,8 @@ def library_code_archive(root: Path = LIBRARY_ROOT) -> pulumi.AssetArchive:
 # --- Bring your own code ---------------------------------------------------------------------
 
 RUNTIME_PREFIX = f"{LIBRARY_PACKAGE}/"
-_SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".venv", ".mypy_cache", ".pytest_cache"})
+# Caches, VCS data and virtualenvs (`venv/` is where Pulumi's Python projects keep theirs).
+_SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"})
 
 
 class CodeError(ValueError):

@@ -35,6 +35,8 @@ def user_code(tmp_path: Path) -> Path:
     (tmp_path / "billing" / "rules.json").write_text("{}")
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\0")
+    (tmp_path / "venv" / "lib").mkdir(parents=True)  # the project's virtualenv stays out
+    (tmp_path / "venv" / "lib" / "site.py").write_text("")
     return tmp_path
 
 

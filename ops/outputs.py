@@ -30,7 +30,9 @@ class OutputsError(Exception):
 
 
 @dataclass
-class Consumer:
+class ConsumerOutputs:
+    """One consumer as the stack outputs describe it (queue, DLQ, function)."""
+
     name: str
     queue_url: str | None = None
     queue_arn: str | None = None
@@ -58,7 +60,7 @@ _FIELDS = {
 }
 
 
-def _consumer_from(name: str, values: dict[str, Any]) -> Consumer | None:
+def _consumer_from(name: str, values: dict[str, Any]) -> ConsumerOutputs | None:
     snake = {_snake(k): v for k, v in values.items() if isinstance(v, str)}
     found = {attr: snake[key] for key, attr in _FIELDS.items() if key in snake}
     has_source = "queue_url" in found or "queue_arn" in found
@@ -66,12 +68,12 @@ def _consumer_from(name: str, values: dict[str, Any]) -> Consumer | None:
     if not (has_source and has_dlq):
         return None
     extra = {k: v for k, v in snake.items() if k not in _FIELDS}
-    return Consumer(name=name, extra=extra, **found)
+    return ConsumerOutputs(name=name, extra=extra, **found)
 
 
-def find_consumers(outputs: dict[str, Any]) -> list[Consumer]:
+def find_consumers(outputs: dict[str, Any]) -> list[ConsumerOutputs]:
     """Every consumer the outputs describe, named by its output path (`monthly-charge/consumer`)."""
-    consumers: list[Consumer] = []
+    consumers: list[ConsumerOutputs] = []
 
     def walk(node: Any, path: str) -> None:
         if not isinstance(node, dict):
@@ -89,7 +91,7 @@ def find_consumers(outputs: dict[str, Any]) -> list[Consumer]:
     return consumers
 
 
-def _flat_consumers(node: dict[str, Any], path: str) -> list[Consumer]:
+def _flat_consumers(node: dict[str, Any], path: str) -> list[ConsumerOutputs]:
     """`<prefix>_queue_url` + `<prefix>_dlq_url` (+ any other `<prefix>_*`) style exports."""
     snake = {_snake(k): v for k, v in node.items()}
     prefixes = sorted(

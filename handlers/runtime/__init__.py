@@ -39,7 +39,8 @@ naming ``transactional``: Powertools cannot commit its record atomically with th
 
 from __future__ import annotations
 
-from handlers.runtime.consumer import Consumer, Runtime, WriteContext
+from handlers.runtime.consumer import Consumer
+from handlers.runtime.contract import Runtime, WriteContext
 from handlers.runtime.entry import lambda_handler
 from handlers.runtime.errors import (
     ConfigurationError,

@@ -36,12 +36,20 @@ DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
 
-# --- Appended by the consumer-runtime issue (#3) ------------------------------------------------
+# --- Strategy and remaining-time guard --------------------------------------------------------
 # Stop starting AWS calls when less than this many milliseconds of Lambda time remain.
 REMAINING_TIME_GUARD_MS = "REMAINING_TIME_GUARD_MS"
 DEFAULT_REMAINING_TIME_GUARD_MS = 5_000
 STRATEGY_TRANSACTIONAL = "transactional"
 STRATEGY_POWERTOOLS = "powertools"
 
-# --- Appended by the components engineer -------------------------------------------------------
+# --- Set by the components ---------------------------------------------------------------------
 POWERTOOLS_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"  # "true" when X-Ray tracing is off
+
+FIFO_SUFFIX = ".fifo"
+
+
+def is_fifo(name_url_or_arn: str) -> bool:
+    """SQS and SNS require a FIFO queue's or topic's name to end in ``.fifo`` (and refuse the
+    suffix on standard ones), so the name, URL or ARN alone tells the kind."""
+    return name_url_or_arn.endswith(FIFO_SUFFIX)

@@ -5,7 +5,8 @@ Per batch: ONE TransactWriteItems per <= 100 items holding every record's claim
 the batch: claim conditions failed -> duplicates (status comes back with ``ALL_OLD``, else one
 BatchGetItem); business conditions failed -> semantic poison; TransactionConflict -> retried
 (50 ms x 2^n, +-50 % jitter, 3 attempts); the rest is re-submitted as a smaller transaction at
-once. After publishing, the ``sent`` marking (see ``StateStore.mark_sent``).
+once. After publishing, ONE PartiQL BatchExecuteStatement per <= 25 records marks them
+``sent`` (1 write unit each, see ``StateStore.mark_sent``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from handlers.runtime.batch import BatchRun, RecordState, Stage, describe_item, short_error
 from handlers.runtime.clients import MAX_ATTEMPTS, transaction_backoff
 from handlers.runtime.errors import (
+    TRANSIENT_STATEMENT_CODES,
     FailureClass,
     PoisonKind,
     classify_cancellation,
@@ -25,7 +27,13 @@ from handlers.runtime.errors import (
     is_transaction_cancelled,
 )
 from handlers.runtime.observability import Outcome, record_outcome
-from handlers.runtime.store import BATCH_GET_MAX_KEYS, TRANSACT_MAX_ITEMS, StatusWrite, TransactItem
+from handlers.runtime.store import (
+    BATCH_GET_MAX_KEYS,
+    PARTIQL_BATCH_MAX_STATEMENTS,
+    TRANSACT_MAX_ITEMS,
+    StatusWrite,
+    TransactItem,
+)
 
 
 class TransactionalBatch(BatchRun):
@@ -190,51 +198,34 @@ class TransactionalBatch(BatchRun):
     # --- stage 3: notifications --------------------------------------------------------------
     def _write_statuses(self) -> None:
         pending = self._live(Stage.NEED_STATUS)
-        for start in range(0, len(pending), TRANSACT_MAX_ITEMS):
-            self._write_status_chunk(pending[start : start + TRANSACT_MAX_ITEMS])
+        for start in range(0, len(pending), PARTIQL_BATCH_MAX_STATEMENTS):
+            self._write_status_chunk(pending[start : start + PARTIQL_BATCH_MAX_STATEMENTS])
 
     def _write_status_chunk(self, todo: list[RecordState]) -> None:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not todo or not self._time_ok(todo):
                 return
-            writes = [
-                StatusWrite(key=r.key, notification_id=r.notification_id) for r in todo if r.key
-            ]
-            try:
-                self.store.mark_sent(writes, self.now)
-            except ClientError as exc:
-                reasons = exc.response.get("CancellationReasons") or []
-                if not is_transaction_cancelled(exc) or len(reasons) != len(todo):
-                    for rec in todo:
-                        rec.fail(
-                            classify_exception(exc), f"status write failed: {short_error(exc)}"
-                        )
-                    return
-                retry, conflict = [], False
-                for rec, reason in zip(todo, reasons, strict=True):
-                    code = str(reason.get("Code") or "None")
-                    failure_class = classify_cancellation(code, is_claim=False)
-                    if failure_class is None:
-                        retry.append(rec)
-                    elif failure_class is FailureClass.TRANSIENT and attempt < MAX_ATTEMPTS:
-                        conflict = True
-                        rec.attempts = max(rec.attempts, attempt + 1)
-                        retry.append(rec)
-                    else:
-                        # Published but not marked: the redelivery republishes (at-least-once).
-                        rec.fail(FailureClass.TRANSIENT, f"status write cancelled: {code}")
-                if conflict:
-                    self.contract.sleep(transaction_backoff(attempt))
-                todo = retry
-                continue
-            except BotoCoreError as exc:
-                for rec in todo:
-                    rec.fail(FailureClass.TRANSIENT, f"status write failed: {type(exc).__name__}")
-                return
+            writes = []
             for rec in todo:
-                rec.finish(Outcome.REPUBLISHED if rec.duplicate else Outcome.PROCESSED)
-            return
-        for rec in todo:
-            rec.fail(FailureClass.TRANSIENT, f"status write not done after {MAX_ATTEMPTS} attempts")
-
-    # --- stage 5: batch bookkeeping and quarantine --------------------------------------------
+                assert rec.key is not None  # every committed record has its key
+                writes.append(StatusWrite(key=rec.key, notification_id=rec.notification_id))
+            try:
+                codes = self.store.mark_sent(writes, self.now)
+            except (ClientError, BotoCoreError) as exc:
+                # Published but not marked: the redelivery republishes (at-least-once).
+                for rec in todo:
+                    rec.fail(classify_exception(exc), f"status write failed: {short_error(exc)}")
+                return
+            retry = []
+            for rec, code in zip(todo, codes, strict=True):
+                if code is None:
+                    rec.finish(Outcome.REPUBLISHED if rec.duplicate else Outcome.PROCESSED)
+                elif code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                    rec.attempts = max(rec.attempts, attempt + 1)
+                    retry.append(rec)
+                else:
+                    # Published but not marked: the redelivery republishes (at-least-once).
+                    rec.fail(FailureClass.TRANSIENT, f"status write failed: {code}")
+            if retry:
+                self.contract.sleep(transaction_backoff(attempt))
+            todo = retry

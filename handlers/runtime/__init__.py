@@ -25,6 +25,8 @@ Public API (stable; see docs/runtime.md for the full contract)::
         namespace="charge",                 # tenant layout: sk = "<namespace>#<event id>"
         tenant=lambda message: message["tenant_id"],  # required when STATE_KEY_LAYOUT=tenant
         requires_business_table=True,       # refuse to run without BUSINESS_TABLE
+        effect=SingleItemEffect(key=("order_id",)),  # optional: the effect is ONE item keyed
+                                            # by these attributes; the claim lives in it
     )
 
     handler = lambda_handler(CONSUMER)  # Powertools Logger (context keys) + Metrics flush
@@ -40,7 +42,7 @@ naming ``transactional``: Powertools cannot commit its record atomically with th
 from __future__ import annotations
 
 from handlers.runtime.consumer import Consumer
-from handlers.runtime.contract import Runtime, WriteContext
+from handlers.runtime.contract import Runtime, SingleItemEffect, WriteContext
 from handlers.runtime.entry import lambda_handler
 from handlers.runtime.errors import (
     ConfigurationError,
@@ -68,6 +70,7 @@ __all__ = [
     "Runtime",
     "SchemaError",
     "Settings",
+    "SingleItemEffect",
     "WriteContext",
     "lambda_handler",
     "logger",

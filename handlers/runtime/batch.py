@@ -36,11 +36,12 @@ from handlers.runtime.errors import (
     classify_exception,
     error_code,
 )
+from handlers.runtime.item_store import ItemClaimStore
 from handlers.runtime.keys import EventIdFromAttribute, StateKey, utf8_length
 from handlers.runtime.notify import Notification, Notifier, PublishEntry, chunk_entries
 from handlers.runtime.observability import Outcome, logger, record_outcome
 from handlers.runtime.quarantine import Quarantine, QuarantineEntry, chunk_quarantine
-from handlers.runtime.store import StateStore, TransactItem, status_of
+from handlers.runtime.store import CLAIMED_BY_OTHER_EVENT, ClaimStore, StateStore, TransactItem
 
 
 class Stage(enum.Enum):
@@ -105,7 +106,12 @@ class BatchRun:
         self.contract = contract
         self.settings = runtime.settings
         self.context = context
-        self.store = StateStore(runtime.dynamodb, runtime.settings)
+        # The one place that decides where claims live (the consumer declares it).
+        self.store: ClaimStore = (
+            ItemClaimStore(runtime.dynamodb, runtime.settings, contract.effect)
+            if contract.effect is not None
+            else StateStore(runtime.dynamodb, runtime.settings)
+        )
         self.notifier = (
             Notifier(runtime.sns, runtime.settings.topic_arn)
             if runtime.settings.topic_arn
@@ -241,13 +247,12 @@ class BatchRun:
                 rec.fail(FailureClass.TRANSIENT, f"decoding raised {type(exc).__name__}")
                 continue
             rec.event_id = decoded.event_id
-            rec.key = decoded.key
-            rec.items = decoded.items
             rec.notification = decoded.notification
-            rec.claim = self.store.claim_item(
+            rec.key, rec.claim, rec.items = self.store.claim(
                 key=decoded.key,
                 event_id=decoded.event_id,
                 message_id=rec.message_id,
+                items=decoded.items,
                 status=env.STATUS_PENDING if decoded.notification else env.STATUS_SENT,
                 now=self.now,
             )
@@ -270,14 +275,20 @@ class BatchRun:
     # --- stage 2: claims + business writes ---------------------------------------------------
     def _duplicate(self, rec: RecordState, existing: Mapping[str, Any] | None) -> None:
         rec.duplicate = True
-        status = status_of(existing)
+        status = self.store.verdict(existing, rec.event_id)
         if status is None:
             rec.stage = Stage.NEED_READ
         else:
             self._apply_status(rec, status)
 
     def _apply_status(self, rec: RecordState, status: str | None) -> None:
-        if status == env.STATUS_SENT:
+        if status == CLAIMED_BY_OTHER_EVENT:
+            rec.poison(
+                PoisonKind.SEMANTIC,
+                "the business item already holds another event's effect (ConditionalCheckFailed);"
+                " nothing was written",
+            )
+        elif status == env.STATUS_SENT:
             rec.finish(Outcome.DUPLICATE_SKIPPED)
         elif status == env.STATUS_PENDING:
             # The earlier delivery died between commit and publish: publish, then mark sent.
@@ -360,7 +371,7 @@ class BatchRun:
         if rec.key is None or rec.notification is None:
             return
         try:
-            self.store.record_owed(rec.key, rec.notification, error, self.now)
+            self.store.record_owed(rec.key, rec.notification, error, self.now, rec.event_id or "")
         except (ClientError, BotoCoreError) as exc:
             # The DLQ copy still carries the body: a redrive publishes it.
             logger.warning(

@@ -42,6 +42,53 @@ DEFAULT_MAX_BODY_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
+class SingleItemEffect:
+    """A consumer's declaration: "my business effect is ONE item whose key derives from the
+    event" (one order row per order, one ledger row per tenant/employee/month).
+
+    Then ``writes`` returns exactly one ``Put`` on ``BUSINESS_TABLE`` holding the ``key``
+    attributes, and the runtime keeps the claim IN that item (``claim_event_id``,
+    ``claim_status`` ``pending``/``sent``, ...), guarded by the item's own condition
+    (``attribute_not_exists`` over ``key``, and the Put's own condition if any): one
+    transactional write instead of two. A redelivery finds the item: its ``claim_event_id`` is
+    this event (a duplicate: ``sent`` -> skip, ``pending`` -> publish, then mark) or another
+    event (a semantic failure: the item already holds another event's effect). The claim lives
+    as long as the item: no TTL. Never guessed: a consumer without this declaration keeps the
+    separate claim item.
+    """
+
+    key: tuple[str, ...]
+    """The business table's key attribute names (partition key, then sort key if any)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.key) <= 2 or not all(isinstance(k, str) and k for k in self.key):
+            raise ValueError(
+                f"SingleItemEffect(key={self.key!r}): name the table's partition key and, if it "
+                "has one, its sort key"
+            )
+        reserved = set(self.key) & set(env.ITEM_CLAIM_ATTRIBUTES)
+        if reserved:
+            raise ValueError(f"SingleItemEffect(key={self.key!r}): {sorted(reserved)} reserved")
+
+    def check(self, items: Sequence[TransactItem], business_table: str | None) -> None:
+        """SchemaError unless ``items`` is exactly one Put on ``business_table`` with the key."""
+        if len(items) != 1 or "Put" not in items[0]:
+            raise SchemaError(
+                f"writes() returned {len(items)} items; a single-item consumer returns one Put"
+            )
+        put = items[0]["Put"]
+        if put.get("TableName") != business_table:
+            raise SchemaError("writes() Put of a single-item consumer must target BUSINESS_TABLE")
+        item = put.get("Item") or {}
+        missing = [name for name in self.key if name not in item]
+        if missing:
+            raise SchemaError(f"writes() Put lacks the key attributes {missing}")
+        reserved = sorted(set(item) & set(env.ITEM_CLAIM_ATTRIBUTES))
+        if reserved:
+            raise SchemaError(f"writes() Put sets the runtime's claim attributes {reserved}")
+
+
+@dataclass(frozen=True)
 class WriteContext:
     """What ``writes`` may use besides the decoded message."""
 
@@ -94,6 +141,10 @@ class ConsumerContract:
         namespace: sort-key prefix in the tenant layout (``<namespace>#<event id>``).
         tenant: ``tenant(message) -> str``; required when ``STATE_KEY_LAYOUT=tenant``.
         requires_business_table: refuse to run when ``BUSINESS_TABLE`` is unset.
+        effect: ``SingleItemEffect(key=(...))`` declares that the business effect is ONE item
+            of ``BUSINESS_TABLE`` whose key derives from the event: the claim then lives in
+            that item (see ``SingleItemEffect``). Omitted: a separate claim item in the state
+            table, for effects of any shape.
 
     Messages are decoded as JSON with floats as ``Decimal`` (DynamoDB's number type).
     """
@@ -108,6 +159,7 @@ class ConsumerContract:
         tenant: TenantFn | None = None,
         requires_business_table: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        effect: SingleItemEffect | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -120,6 +172,7 @@ class ConsumerContract:
         self.tenant = tenant
         self.requires_business_table = requires_business_table
         self.max_body_bytes = max_body_bytes
+        self.effect = effect
         self.clock = clock
         self.sleep = sleep
 
@@ -133,7 +186,7 @@ class ConsumerContract:
             raise ConfigurationError(
                 f"{env.NOTIFICATION_TOPIC_ARN} is missing but this consumer sends notifications"
             )
-        if self.requires_business_table and not settings.business_table:
+        if (self.requires_business_table or self.effect) and not settings.business_table:
             raise ConfigurationError(f"{env.BUSINESS_TABLE} is missing or empty")
         if settings.strategy == env.STRATEGY_POWERTOOLS:
             raise ConfigurationError(POWERTOOLS_WITHDRAWN)
@@ -204,6 +257,8 @@ class ConsumerContract:
                     f"writes() item {position} is not one of {sorted(ALLOWED_ITEM_KINDS)}"
                 )
             check_transact_item(position, item)
+        if self.effect is not None:
+            self.effect.check(items, settings.business_table)
         if 1 + len(items) > TRANSACT_MAX_ITEMS:
             raise PoisonMessage(
                 PoisonKind.OVERSIZE,

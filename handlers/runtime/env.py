@@ -53,3 +53,24 @@ def is_fifo(name_url_or_arn: str) -> bool:
     """SQS and SNS require a FIFO queue's or topic's name to end in ``.fifo`` (and refuse the
     suffix on standard ones), so the name, URL or ARN alone tells the kind."""
     return name_url_or_arn.endswith(FIFO_SUFFIX)
+
+
+# --- Claim kept in the business item (SingleItemEffect) ---------------------------------------
+# Prefixed so they cannot collide with a business attribute (the runtime refuses a Put that
+# sets them).
+ITEM_CLAIM_EVENT_ID = "claim_event_id"
+ITEM_CLAIM_STATUS = "claim_status"
+ITEM_CLAIM_MESSAGE_ID = "claim_message_id"
+ITEM_CLAIM_RECEIVED_AT = "claim_received_at"
+ITEM_CLAIM_SENT_AT = "claim_sent_at"
+ITEM_CLAIM_NOTIFICATION_ID = "claim_notification_id"
+ITEM_CLAIM_OWED = "claim_owed_notification"
+ITEM_CLAIM_ATTRIBUTES = (
+    ITEM_CLAIM_EVENT_ID,
+    ITEM_CLAIM_STATUS,
+    ITEM_CLAIM_MESSAGE_ID,
+    ITEM_CLAIM_RECEIVED_AT,
+    ITEM_CLAIM_SENT_AT,
+    ITEM_CLAIM_NOTIFICATION_ID,
+    ITEM_CLAIM_OWED,
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from handlers.runtime import env
 from handlers.runtime.keys import StateKey
@@ -35,18 +35,79 @@ STATE_TABLE_ACTIONS = (
 ALLOWED_ITEM_KINDS = frozenset({"Put", "Update", "ConditionCheck", "Delete"})
 
 
+CLAIMED_BY_OTHER_EVENT = "claimed by another event"
+"""A claim verdict: the item exists but holds another event's effect (single-item claims)."""
+
+
 @dataclass(frozen=True)
 class StatusWrite:
     key: StateKey
     notification_id: str | None
+    event_id: str = ""
+
+
+class ClaimStore(Protocol):
+    """Where claims live: ``StateStore`` (a separate claim item, any effect) or
+    ``handlers.runtime.item_store.ItemClaimStore`` (in the single business item)."""
+
+    absent_claim_is_semantic: bool
+
+    def claim(
+        self,
+        *,
+        key: StateKey,
+        event_id: str,
+        message_id: str,
+        items: list[TransactItem],
+        status: str,
+        now: int,
+    ) -> tuple[StateKey, TransactItem, list[TransactItem]]: ...
+
+    def verdict(self, existing: Mapping[str, Any] | None, event_id: str | None) -> str | None: ...
+
+    def transact(self, items: Sequence[TransactItem]) -> None: ...
+
+    def read_statuses(
+        self, keys: Sequence[StateKey], event_ids: Sequence[str]
+    ) -> tuple[dict[str, str | None], set[str]]: ...
+
+    def mark_sent(self, writes: Sequence[StatusWrite], now: int) -> list[str | None]: ...
+
+    def record_owed(
+        self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
+    ) -> None: ...
 
 
 class StateStore:
     """The state table (and the business tables the items name) behind one DynamoDB client."""
 
+    absent_claim_is_semantic = False
+    """A claim condition failed, yet the read finds no claim: it vanished (TTL), a transient
+    state; redelivery claims again."""
+
     def __init__(self, client: Any, settings: Settings) -> None:
         self._client = client
         self._settings = settings
+
+    def claim(
+        self,
+        *,
+        key: StateKey,
+        event_id: str,
+        message_id: str,
+        items: list[TransactItem],
+        status: str,
+        now: int,
+    ) -> tuple[StateKey, TransactItem, list[TransactItem]]:
+        """(the claim's key, the claim item, the business items) of one record."""
+        claim = self.claim_item(
+            key=key, event_id=event_id, message_id=message_id, status=status, now=now
+        )
+        return key, claim, items
+
+    def verdict(self, existing: Mapping[str, Any] | None, event_id: str | None) -> str | None:
+        """Status of an existing claim (None: unknown, read it)."""
+        return status_of(existing)
 
     def claim_item(
         self, *, key: StateKey, event_id: str, message_id: str, status: str, now: int
@@ -79,7 +140,9 @@ class StateStore:
         """One TransactWriteItems; raises botocore ``ClientError`` on cancellation/failure."""
         self._client.transact_write_items(TransactItems=list(items))
 
-    def read_statuses(self, keys: Sequence[StateKey]) -> tuple[dict[str, str | None], set[str]]:
+    def read_statuses(
+        self, keys: Sequence[StateKey], event_ids: Sequence[str]
+    ) -> tuple[dict[str, str | None], set[str]]:
         """One consistent BatchGetItem: ``({label: status or None if absent}, unprocessed)``."""
         table = self._settings.state_table
         names = self._projection_names()
@@ -143,7 +206,9 @@ class StateStore:
             "Parameters": parameters,
         }
 
-    def record_owed(self, key: StateKey, notification: Notification, error: str, now: int) -> None:
+    def record_owed(
+        self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
+    ) -> None:
         """Keep an owed notification on its ``pending`` claim, for ``python -m ops owed``.
 
         Only on the rare path where SNS refused it for good (one extra UpdateItem); the claim

@@ -181,7 +181,9 @@ class TransactionalBatch(BatchRun):
             if not self._time_ok(chunk):
                 continue
             try:
-                statuses, unprocessed = self.store.read_statuses([r.key for r in chunk if r.key])
+                statuses, unprocessed = self.store.read_statuses(
+                    [r.key for r in chunk if r.key], [r.event_id or "" for r in chunk if r.key]
+                )
             except (ClientError, BotoCoreError) as exc:
                 for rec in chunk:
                     rec.fail(classify_exception(exc), f"status read failed: {short_error(exc)}")
@@ -190,6 +192,11 @@ class TransactionalBatch(BatchRun):
                 assert rec.key is not None
                 if rec.key.label in unprocessed:
                     rec.fail(FailureClass.TRANSIENT, "status read left unprocessed")
+                elif statuses.get(rec.key.label) is None and self.store.absent_claim_is_semantic:
+                    rec.poison(
+                        PoisonKind.SEMANTIC,
+                        "business write was cancelled: ConditionalCheckFailed; nothing was written",
+                    )
                 elif statuses.get(rec.key.label) is None:
                     rec.fail(FailureClass.TRANSIENT, "claim vanished after its condition failed")
                 else:
@@ -208,7 +215,13 @@ class TransactionalBatch(BatchRun):
             writes = []
             for rec in todo:
                 assert rec.key is not None  # every committed record has its key
-                writes.append(StatusWrite(key=rec.key, notification_id=rec.notification_id))
+                writes.append(
+                    StatusWrite(
+                        key=rec.key,
+                        notification_id=rec.notification_id,
+                        event_id=rec.event_id or "",
+                    )
+                )
             try:
                 codes = self.store.mark_sent(writes, self.now)
             except (ClientError, BotoCoreError) as exc:

@@ -46,7 +46,7 @@ FULL = Plan(
     consumer_messages=2000,
     consumer_reps=3,
     # botocore backs off ~0.6 s per injected throttle (standard mode, 1 s base for throttling
-    # errors): at 30 % the article's consumer sleeps ~0.8 s per message, 2,000 messages would
+    # errors): at 30 % baseline (a) sleeps ~0.8 s per message, 2,000 messages would
     # take half an hour per repetition. The throttling scenario therefore uses fewer messages.
     throttle_messages=20,
     throttle_reps=3,

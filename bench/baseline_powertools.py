@@ -2,9 +2,9 @@
 
 ``BatchProcessor`` + ``process_partial_response`` drive a record handler decorated with
 ``idempotent_function`` over a ``DynamoDBPersistenceLayer``; inside it, the business write
-(PutItem of the order row) and the notification (``sns.publish``). Seed 003 section 2.3's
-configuration: the key is the producer's event id from the body (never the messageId),
-90-day expiry, ``register_lambda_context`` called on every invocation.
+(PutItem of the order row) and the notification (``sns.publish``). The usual configuration: the
+key is the producer's event id from the body (never the messageId), 90-day expiry,
+``register_lambda_context`` called on every invocation.
 
 Per fresh message that is four calls (persistence PutItem INPROGRESS, business PutItem, Publish,
 persistence UpdateItem COMPLETED); a duplicate costs the one conditional PutItem that returns
@@ -31,7 +31,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-from bench.baseline_seed000 import order_item
+from bench.baseline_per_record_transaction import order_item
 
 NINETY_DAYS_S = 90 * 24 * 3600
 POWERTOOLS_KEY_ATTR = "id"  # DynamoDBPersistenceLayer's default partition key

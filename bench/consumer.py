@@ -1,6 +1,6 @@
 """Benchmark 1: the consumer, three implementations side by side on the same messages.
 
-(a) bench/baseline_seed000.py  the article's pattern, one record at a time
+(a) bench/baseline_per_record_transaction.py  the per-record transaction pattern, record by record
 (b) bench/baseline_powertools.py  Powertools idempotent_function + BatchProcessor, per record
 (c) handlers.orders.handler  ours (batched transaction, PublishBatch, batched status write)
 
@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import counting
+from bench.baseline_per_record_transaction import PerRecordTransactionSettings
+from bench.baseline_per_record_transaction import build_handler as build_per_record_transaction
 from bench.baseline_powertools import POWERTOOLS_KEY_ATTR, PowertoolsSettings
 from bench.baseline_powertools import build_handler as build_powertools
-from bench.baseline_seed000 import Seed000Settings
-from bench.baseline_seed000 import build_handler as build_seed000
 from bench.usage import aggregate
 from bench.workload import ACCOUNT, REGION, Handler, Message, deliver, order_messages
 
-IMPLEMENTATIONS = ("seed000", "powertools", "ours")
+IMPLEMENTATIONS = ("per_record_transaction", "powertools", "ours")
 LABELS = {
-    "seed000": "(a) seed-000 article",
+    "per_record_transaction": "(a) per-record transaction",
     "powertools": "(b) Powertools textbook",
     "ours": "(c) ours",
 }
@@ -119,9 +119,9 @@ def _prepare(implementation: str, emulator: Any) -> Prepared:
     ddb = _admin(emulator, "dynamodb")
     _create_table(ddb, ORDER_TABLE, "order_id")
     topic_arn = _admin(emulator, "sns").create_topic(Name=TOPIC_NAME)["TopicArn"]
-    if implementation == "seed000":
+    if implementation == "per_record_transaction":
         _create_table(ddb, "processed_events", "event_id")
-        handler = build_seed000(Seed000Settings(topic_arn=topic_arn))
+        handler = build_per_record_transaction(PerRecordTransactionSettings(topic_arn=topic_arn))
         return Prepared(handler, "processed_events", "event_id", "sent", "status")
     if implementation == "powertools":
         _create_table(ddb, "idempotency", POWERTOOLS_KEY_ATTR)

@@ -85,8 +85,9 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     service_name: str | None = None
     """Default None = the component name (POWERTOOLS_SERVICE_NAME)."""
     idempotency_strategy: str = STRATEGY_TRANSACTIONAL
-    """Default ``transactional``: one TransactWriteItems writes claim + business row (seed 000).
-    ``powertools`` uses Powertools' idempotency utility on the same state table."""
+    """Default ``transactional``: one TransactWriteItems writes the claims and business rows of
+    the batch, so no business row ever exists without its claim. The only value: ``powertools``
+    is refused (its idempotency record and the business write are not atomic)."""
     environment: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """Extra environment variables. Default empty. May not override the reserved names the
     component sets (tables, topic, DLQ, Powertools settings)."""
@@ -124,7 +125,8 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     """Default 14 days (the maximum): standard-queue messages keep their original enqueue time
     in the DLQ, so it must outlive the source queue's retention."""
     max_receive_count: int = 5
-    """Default 5 (seed 003): a few transient failures never dead-letter; 3..20."""
+    """Default 5: a few transient failures never dead-letter (at 1, a single throttle would);
+    3..20."""
     kms_master_key_id: pulumi.Input[str] | None = None
     """Default None: SQS-managed SSE on the queues, AWS-managed keys on tables/topic. A KMS key
     ARN encrypts queues, tables and the notification topic with it and grants the function
@@ -132,11 +134,14 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
 
     # --- Idempotency state --------------------------------------------------------------------
     state_key_layout: str = env.LAYOUT_EVENT_ID
-    """Default ``event_id`` (seed 000: partition key event_id). ``tenant`` = pk/sk (seed 003)."""
+    """Default ``event_id``: claims keyed by the producer's event id (partition key
+    ``event_id``). ``tenant``: pk = tenant id, sk = ``<namespace>#<event id>``, so several
+    tenants share one table without colliding."""
     state_ttl_attribute: str = env.DEFAULT_TTL_ATTRIBUTE
     """Default ``ttl``: DynamoDB TTL attribute of claim records."""
     claim_ttl_seconds: int = env.DEFAULT_CLAIM_TTL_SECONDS
-    """Default 90 days (seed 003). Must be >= source retention + DLQ retention: a message
+    """Default 90 days: far beyond the longest life of a message (14 days in the source plus 14
+    in the DLQ). Must be >= source retention + DLQ retention: a message
     redriven from the DLQ at the last moment must still find its claim."""
 
     # --- Business table and notifications ----------------------------------------------------

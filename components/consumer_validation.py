@@ -106,11 +106,16 @@ def _validate_function(args: IdempotentQueueConsumerArgs) -> None:
         )
     if args.service_name is not None:
         check_name("service_name", args.service_name, 128)
-    check_choice(
-        "idempotency_strategy",
-        args.idempotency_strategy,
-        (STRATEGY_TRANSACTIONAL, STRATEGY_POWERTOOLS),
-    )
+    if args.idempotency_strategy == STRATEGY_POWERTOOLS:
+        # The runtime refuses it too: Powertools writes its idempotency record apart from the
+        # business write, so a crash between the two applies the business effect twice.
+        raise fail(
+            "idempotency_strategy",
+            args.idempotency_strategy,
+            f"is withdrawn: its idempotency record and the business write are not atomic; "
+            f"use {STRATEGY_TRANSACTIONAL!r} (claim and business write in one transaction)",
+        )
+    check_choice("idempotency_strategy", args.idempotency_strategy, (STRATEGY_TRANSACTIONAL,))
     for key in args.environment:
         if not isinstance(key, str) or not _ENV_KEY_RE.match(key):
             raise fail("environment", key, "keys must match [A-Za-z][A-Za-z0-9_]*")

@@ -32,14 +32,17 @@ class MonthlyFanoutArgs(FunctionArgs):
     """Required. IANA time zone of the cron AND of the billing month (e.g. ``Asia/Tokyo``):
     00:30 on the 1st in Tokyo is already the new month while UTC is still on the last day."""
     schedule_expression: str = "cron(0 3 1 * ? *)"
-    """Default 03:00 on the 1st of every month (seed 003). ``cron(...)``, ``rate(...)`` or
+    """Default 03:00 on the 1st of every month: the month just closed, at a quiet hour.
+    ``cron(...)``, ``rate(...)`` or
     ``at(...)`` as EventBridge Scheduler accepts them."""
     schedule_enabled: bool = True
     """Default True. False creates the schedule DISABLED (e.g. a stage that only backfills)."""
     retry_maximum_attempts: int = 3
-    """Default 3 (seed 003): Scheduler retries a failed delivery to the dispatcher; 0..185."""
+    """Default 3: Scheduler retries a failed delivery to the dispatcher (a retried fire is
+    harmless: the charge keys are deterministic); 0..185."""
     retry_maximum_event_age_seconds: int = 3600
-    """Default 3600 s (seed 003): after an hour the fire goes to the schedule DLQ; 60..86400."""
+    """Default 3600 s: a fire not delivered within an hour goes to the schedule DLQ, for an
+    operator to re-run, instead of running late; 60..86400."""
 
     # --- Dispatcher -----------------------------------------------------------------------------
     item_source: str = denv.SOURCE_DYNAMODB
@@ -92,7 +95,7 @@ class MonthlyFanoutArgs(FunctionArgs):
     """Default None (unreserved). Caps the charge consumer; must be >= its maximum concurrency
     when both are set."""
     max_receive_count: int = 5
-    """Default 5 (seed 003) for the work queue; 3..20."""
+    """Default 5 for the work queue: a few transient failures never dead-letter; 3..20."""
     work_queue_high_throughput: bool = True
     """Default True: the work queue (and its DLQ) use SQS high-throughput FIFO. A plain FIFO
     queue takes 300 SendMessageBatch calls/s, i.e. 3,000 charges/s for the whole queue, so a
@@ -101,7 +104,7 @@ class MonthlyFanoutArgs(FunctionArgs):
     it implies is exact here because a charge's dedup id and its group both come from its
     tenant and month. False keeps the per-queue limit (e.g. a region without the mode)."""
     claim_ttl_seconds: int = renv.DEFAULT_CLAIM_TTL_SECONDS
-    """Default 90 days (seed 003): charge claims outlive any redelivery of the month."""
+    """Default 90 days: charge claims outlive any redelivery of the month."""
 
     # --- Shared ---------------------------------------------------------------------------------
     kms_master_key_id: pulumi.Input[str] | None = None

@@ -1,4 +1,4 @@
-"""MonthlyFanout: a scheduled, scalable, idempotent monthly batch (seed 003, section 8).
+"""MonthlyFanout: a scheduled, scalable, idempotent monthly batch (e.g. monthly billing).
 
 EventBridge Scheduler (cron in a time zone, no flexible window, retries, DLQ) invokes a
 dispatcher Lambda that enumerates billable items and enqueues one charge per (tenant,

@@ -25,7 +25,8 @@ class KeySchema:
 
 
 def state_key_schema(layout: str) -> KeySchema:
-    """Seed 000: partition key event_id. Seed 003 (tenant): pk = tenant, sk = namespace#key."""
+    """``event_id``: partition key event_id (the producer's event id). ``tenant``: pk = tenant,
+    sk = namespace#key."""
     if layout == env.LAYOUT_EVENT_ID:
         return KeySchema(hash_key=env.EVENT_ID_KEY)
     if layout == env.LAYOUT_TENANT:

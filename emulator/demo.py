@@ -51,7 +51,7 @@ from handlers.dispatch.keys import idempotency_key as charge_key
 from handlers.runtime import env as runtime_env
 from handlers.runtime.observability import Outcome
 from ops import dlq as ops_dlq
-from ops.outputs import ConsumerOutputs, emulator_state_dir, find_consumers
+from ops.outputs import DeployedConsumer, emulator_state_dir, find_consumers
 
 DEMO_MONTH = "2026-06"
 DEMO_ACCOUNTS = 12
@@ -85,7 +85,7 @@ class Console:
 
 @dataclass
 class ConsumerReport:
-    consumer: ConsumerOutputs
+    consumer: DeployedConsumer
     sent: int = 0
     sent_parts: list[str] = field(default_factory=list)  # what the sent messages were
     redriven: int = 0
@@ -201,7 +201,7 @@ class Demo:
         report.sent += len(bodies)
         report.sent_parts.append(f"{len(bodies)} {label}")
 
-    def _complete(self, consumer: ConsumerOutputs) -> ConsumerOutputs:
+    def _complete(self, consumer: DeployedConsumer) -> DeployedConsumer:
         """Fill what the outputs do not export from the deployed function: the mapping on
         the consumer's queue names the function, whose environment names its table/topic."""
         queue = consumer.queue_arn or ""

@@ -7,7 +7,7 @@ Body (written by handlers.dispatch, see handlers/dispatch/keys.py)::
      "amount": <int minor units>, "currency": "JPY"}
 
 Effect, in ONE transaction (the runtime library's):
-* the claim, seed 003's multi-tenant layout: pk = tenant id, sk = ``charge#<idempotency key>``,
+* the claim, tenant layout: pk = tenant id, sk = ``charge#<idempotency key>``,
   ttl = now + 90 days (STATE_KEY_LAYOUT=tenant, CLAIM_TTL_SECONDS);
 * one ledger row per (tenant, employee, month): ``tenant_id`` + ``ledger_key`` =
   ``<employee>#<YYYY-MM>``, guarded by attribute_not_exists. Should a claim ever have expired

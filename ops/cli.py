@@ -23,7 +23,7 @@ from ops import dlq, owed
 from ops.dlq import OpsError
 from ops.month import run_month_aws, run_month_in_emulator, validate_month
 from ops.outputs import (
-    ConsumerOutputs,
+    DeployedConsumer,
     OutputsError,
     emulator_state_path,
     find_consumers,
@@ -153,9 +153,9 @@ def _outputs(args: argparse.Namespace) -> dict[str, Any]:
     return pulumi_stack_outputs(args.stack)
 
 
-def _consumer(args: argparse.Namespace) -> ConsumerOutputs:
+def _consumer(args: argparse.Namespace) -> DeployedConsumer:
     if getattr(args, "dlq_url", None):
-        return ConsumerOutputs(name="(given)", dlq_url=args.dlq_url)
+        return DeployedConsumer(name="(given)", dlq_url=args.dlq_url)
     consumers = find_consumers(_outputs(args))
     names = ", ".join(c.name for c in consumers) or "none"
     if not args.consumer:

@@ -30,8 +30,8 @@ class OutputsError(Exception):
 
 
 @dataclass
-class ConsumerOutputs:
-    """One consumer as the stack outputs describe it (queue, DLQ, function)."""
+class DeployedConsumer:
+    """A consumer as a stack's outputs describe it: its queue, DLQ and function, by name/URL/ARN."""
 
     name: str
     queue_url: str | None = None
@@ -60,7 +60,7 @@ _FIELDS = {
 }
 
 
-def _consumer_from(name: str, values: dict[str, Any]) -> ConsumerOutputs | None:
+def _consumer_from(name: str, values: dict[str, Any]) -> DeployedConsumer | None:
     snake = {_snake(k): v for k, v in values.items() if isinstance(v, str)}
     found = {attr: snake[key] for key, attr in _FIELDS.items() if key in snake}
     has_source = "queue_url" in found or "queue_arn" in found
@@ -68,12 +68,12 @@ def _consumer_from(name: str, values: dict[str, Any]) -> ConsumerOutputs | None:
     if not (has_source and has_dlq):
         return None
     extra = {k: v for k, v in snake.items() if k not in _FIELDS}
-    return ConsumerOutputs(name=name, extra=extra, **found)
+    return DeployedConsumer(name=name, extra=extra, **found)
 
 
-def find_consumers(outputs: dict[str, Any]) -> list[ConsumerOutputs]:
+def find_consumers(outputs: dict[str, Any]) -> list[DeployedConsumer]:
     """Every consumer the outputs describe, named by its output path (`monthly-charge/consumer`)."""
-    consumers: list[ConsumerOutputs] = []
+    consumers: list[DeployedConsumer] = []
 
     def walk(node: Any, path: str) -> None:
         if not isinstance(node, dict):
@@ -91,7 +91,7 @@ def find_consumers(outputs: dict[str, Any]) -> list[ConsumerOutputs]:
     return consumers
 
 
-def _flat_consumers(node: dict[str, Any], path: str) -> list[ConsumerOutputs]:
+def _flat_consumers(node: dict[str, Any], path: str) -> list[DeployedConsumer]:
     """`<prefix>_queue_url` + `<prefix>_dlq_url` (+ any other `<prefix>_*`) style exports."""
     snake = {_snake(k): v for k, v in node.items()}
     prefixes = sorted(

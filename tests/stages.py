@@ -1,7 +1,7 @@
 """The stages, derived from the stack files: a new stage is one new ``Pulumi.<stage>.yaml``.
 
 The Makefile's ``STACKS`` (``make -s stacks``, which the workflows call) applies the same rule,
-and tests/infra/test_stage_list.py proves the two agree.
+and tests/infra/test_stage_config.py proves the two agree.
 """
 
 from __future__ import annotations

@@ -166,14 +166,24 @@ def _user_frame(exc: BaseException, project_dir: Path) -> str | None:
 
 
 def _missing_module(exc: BaseException) -> str | None:
-    """The top-level module a ModuleNotFoundError (anywhere in the chain) could not find."""
+    """The module a ModuleNotFoundError that made the program fail could not find.
+
+    Only the failure itself, its explicit causes (``raise ... from``) and import errors
+    re-raised as import errors count: an ImportError the program (or the standard library, e.g.
+    zoneinfo trying the optional ``tzdata`` package) handled before raising something else is
+    not why the program failed."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, ModuleNotFoundError) and current.name:
             return current.name
-        current = current.__cause__ or current.__context__
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif isinstance(current, ImportError):
+            current = current.__context__
+        else:
+            current = None
     return None
 
 

@@ -28,6 +28,9 @@ def _d(text: str) -> dt.date:
 
 
 # identifier -> (deprecation, block function create)
+# AWS has postponed the block dates of the Amazon Linux 2 runtimes deprecated in 2024-2025
+# (nodejs16.x, python3.8, dotnet6, ...) more than once: where the current block date is not
+# certain it is None, so a correct stack is never refused for a create AWS still accepts.
 RUNTIME_DATES: dict[str, RuntimeDates] = {
     "nodejs": RuntimeDates(_d("2016-10-31"), _d("2016-10-31")),
     "nodejs4.3": RuntimeDates(_d("2020-03-05"), _d("2020-03-05")),
@@ -37,13 +40,13 @@ RUNTIME_DATES: dict[str, RuntimeDates] = {
     "nodejs10.x": RuntimeDates(_d("2021-07-30"), _d("2021-07-30")),
     "nodejs12.x": RuntimeDates(_d("2023-03-31"), _d("2023-03-31")),
     "nodejs14.x": RuntimeDates(_d("2023-12-04"), _d("2024-01-09")),
-    "nodejs16.x": RuntimeDates(_d("2024-06-12"), _d("2025-02-28")),
+    "nodejs16.x": RuntimeDates(_d("2024-06-12"), None),
     "nodejs18.x": RuntimeDates(_d("2025-09-01"), None),
     "nodejs20.x": RuntimeDates(_d("2026-04-30"), None),
     "python2.7": RuntimeDates(_d("2021-07-15"), _d("2021-07-15")),
     "python3.6": RuntimeDates(_d("2022-07-18"), _d("2022-07-18")),
     "python3.7": RuntimeDates(_d("2023-12-04"), _d("2024-01-09")),
-    "python3.8": RuntimeDates(_d("2024-10-14"), _d("2025-02-28")),
+    "python3.8": RuntimeDates(_d("2024-10-14"), None),
     "python3.9": RuntimeDates(_d("2025-12-15"), _d("2027-02-01")),
     "python3.10": RuntimeDates(_d("2026-06-30"), None),
     "python3.11": RuntimeDates(_d("2026-06-30"), None),
@@ -62,7 +65,7 @@ RUNTIME_DATES: dict[str, RuntimeDates] = {
     "dotnetcore2.1": RuntimeDates(_d("2022-01-05"), _d("2022-01-05")),
     "dotnetcore3.1": RuntimeDates(_d("2023-04-03"), _d("2023-04-03")),
     "dotnet5.0": RuntimeDates(_d("2022-05-10"), _d("2022-05-10")),
-    "dotnet6": RuntimeDates(_d("2024-12-20"), _d("2025-02-28")),
+    "dotnet6": RuntimeDates(_d("2024-12-20"), None),
     "dotnet7": RuntimeDates(_d("2024-05-14"), _d("2024-05-14")),
     "dotnet8": RuntimeDates(_d("2026-11-10"), None),
 }

@@ -19,7 +19,7 @@ import pytest
 from emulator.demo import OUTCOME_MEANINGS, ConsumerReport, check_invariants
 from handlers.runtime.observability import Outcome
 from ops.cli import main as ops_main
-from ops.outputs import ConsumerOutputs
+from ops.outputs import DeployedConsumer
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,7 @@ def test_report_explains_every_outcome_the_runtime_logs() -> None:
 
 
 def _report(**fields: Any) -> ConsumerReport:
-    report = ConsumerReport(ConsumerOutputs(name="orders"), valid_events={"e1", "e2"}, poison=1)
+    report = ConsumerReport(DeployedConsumer(name="orders"), valid_events={"e1", "e2"}, poison=1)
     report.rows, report.rows_per_event = 2, Counter({"e1": 1, "e2": 1})
     report.dlq_depth = 1
     for name, value in fields.items():

@@ -97,7 +97,7 @@ def test_both_queues_deny_requests_without_tls(default_run: Run) -> None:
         assert statement["Resource"] in {q.outputs["arn"] for q in queues}
 
 
-def test_state_table_is_the_seed_000_table_with_ttl_pitr_sse_and_tag(default_run: Run) -> None:
+def test_state_table_is_keyed_by_event_id_with_ttl_pitr_sse_and_tag(default_run: Run) -> None:
     table = default_run.one("aws:dynamodb/table:Table", "orders-state")
     assert table.inputs["name"] == "orders-test-idempotency-state"
     assert table.inputs["hashKey"] == env.EVENT_ID_KEY

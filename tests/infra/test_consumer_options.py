@@ -279,7 +279,6 @@ def test_function_settings_and_powertools_options(run_consumer: ConsumerRunner) 
         log_retention_days=365,
         service_name="billing",
         metrics_namespace="Billing",
-        idempotency_strategy="powertools",
         environment={"FEATURE_FLAG": "on"},
     )
     fn = run.one("aws:lambda/function:Function")
@@ -288,7 +287,7 @@ def test_function_settings_and_powertools_options(run_consumer: ConsumerRunner) 
     assert variables[env.POWERTOOLS_LOG_LEVEL] == "DEBUG"
     assert variables[env.POWERTOOLS_SERVICE_NAME] == "billing"
     assert variables[env.POWERTOOLS_METRICS_NAMESPACE] == "Billing"
-    assert variables[env.IDEMPOTENCY_STRATEGY] == "powertools"
+    assert variables[env.IDEMPOTENCY_STRATEGY] == "transactional"
     assert variables["FEATURE_FLAG"] == "on"
     assert run.one("aws:cloudwatch/logGroup:LogGroup").inputs["retentionInDays"] == 365
     assert run.one("aws:sqs/queue:Queue", "orders-queue").inputs["visibilityTimeoutSeconds"] == 720

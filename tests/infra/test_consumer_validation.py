@@ -54,7 +54,16 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("log-level", {"log_level": "VERBOSE"}, ("log_level='VERBOSE'", "INFO")),
     ("service-name", {"service_name": "my service"}, ("service_name='my service'",)),
     ("metrics-namespace", {"metrics_namespace": ":bad ns"}, ("metrics_namespace=':bad ns'",)),
-    ("strategy", {"idempotency_strategy": "hope"}, ("idempotency_strategy='hope'", "powertools")),
+    (
+        "strategy",
+        {"idempotency_strategy": "hope"},
+        ("idempotency_strategy='hope'", "transactional"),
+    ),
+    (
+        "powertools strategy withdrawn",
+        {"idempotency_strategy": "powertools"},
+        ("idempotency_strategy='powertools'", "not atomic", "'transactional'"),
+    ),
     (
         "env-reserved",
         {"environment": {"IDEMPOTENCY_STATE_TABLE": "x"}},

@@ -1,9 +1,8 @@
 """The dev and prod stacks, each run from __main__.py with its own Pulumi.<stack>.yaml under
 independent mocks, as `pulumi up` (preview=False) and as `pulumi preview` (preview=True).
 
-The checks are the list "how it will be checked" of issue 2, applied to every consumed queue
-(every event source mapping), linked through property dependencies so they also hold at
-preview, when ARNs are unknown.
+The checks apply to every consumed queue (every event source mapping), linked through
+property dependencies so they also hold at preview, when ARNs are unknown.
 """
 
 from __future__ import annotations
@@ -206,7 +205,9 @@ def test_stage_files_configure_their_stage() -> None:
     assert fn_dev["name"] == "orders-dev-consumer" and fn_prod["name"] == "orders-prod-consumer"
 
 
-def test_reference_stack_is_seed_000(stack_run: ProgramRun) -> None:
+def test_reference_stack_runs_the_orders_consumer_on_a_standard_queue(
+    stack_run: ProgramRun,
+) -> None:
     tables = {
         r.inputs["name"]: r.inputs
         for r in stack_run.resources

@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from bench import counting, emulator_fixes
-from bench.baseline_seed000 import Seed000Settings, process_record
+from bench.baseline_per_record_transaction import PerRecordTransactionSettings, process_record
 from bench.consumer import run_once
 from emulator.server import Emulator, start_emulator
 
@@ -36,10 +36,10 @@ def emulator(aws_env: dict[str, str]) -> Iterator[Emulator]:
         os.environ.update(saved)
 
 
-def test_seed000_costs_three_calls_per_fresh_event_and_a_getitem_per_duplicate(
+def test_per_record_transaction_costs_three_calls_per_fresh_event_and_a_getitem_per_duplicate(
     emulator: Emulator,
 ) -> None:
-    result = run_once("seed000", emulator, messages=30, duplicate_rate=0.1, seed=1)
+    result = run_once("per_record_transaction", emulator, messages=30, duplicate_rate=0.1, seed=1)
     assert result.correct, result.problems
     assert result.distinct_events == 27
     assert result.calls == {
@@ -69,13 +69,15 @@ def test_ours_is_driven_and_verified_by_the_same_harness(emulator: Emulator) -> 
 
 
 def test_a_throttled_run_still_ends_exactly_once(emulator: Emulator) -> None:
-    result = run_once("seed000", emulator, messages=3, throttle_rate=0.3, seed=0)
+    result = run_once("per_record_transaction", emulator, messages=3, throttle_rate=0.3, seed=0)
     assert result.throttles_injected >= 2
     assert result.attempts == result.total_calls + result.throttles_injected
     assert result.correct, result.problems
 
 
-def _seed000_world(emulator: Emulator) -> tuple[Seed000Settings, object]:
+def _per_record_transaction_world(
+    emulator: Emulator,
+) -> tuple[PerRecordTransactionSettings, object]:
     admin = counting.exclude(emulator.client("dynamodb"))
     for table, key in (("processed_events", "event_id"), ("order_records", "order_id")):
         admin.create_table(
@@ -85,7 +87,7 @@ def _seed000_world(emulator: Emulator) -> tuple[Seed000Settings, object]:
             BillingMode="PAY_PER_REQUEST",
         )
     topic = counting.exclude(emulator.client("sns")).create_topic(Name="t")["TopicArn"]
-    return Seed000Settings(topic_arn=topic), admin
+    return PerRecordTransactionSettings(topic_arn=topic), admin
 
 
 _BODY = json.dumps(
@@ -96,11 +98,11 @@ _BODY = json.dumps(
 @pytest.mark.parametrize(
     "status, outcome, publishes", [("pending", "republished", 1), ("sent", "duplicate_skipped", 0)]
 )
-def test_seed000_redelivery_branches_on_the_stored_status(
+def test_per_record_transaction_redelivery_branches_on_the_stored_status(
     emulator: Emulator, status: str, outcome: str, publishes: int
 ) -> None:
     emulator.reset()
-    settings, admin = _seed000_world(emulator)
+    settings, admin = _per_record_transaction_world(emulator)
     admin.put_item(  # type: ignore[attr-defined]
         TableName="processed_events", Item={"event_id": {"S": "e1"}, "status": {"S": status}}
     )

@@ -1,4 +1,4 @@
-"""``python -m bench --quick`` end to end: every benchmark runs, every issue-15 target is
+"""``python -m bench --quick`` end to end: every benchmark runs, every target is
 printed with its measured value and PASS or MISS, and the models read the recorded calls."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELLED_TARGETS = (
     "consumer.happy.calls_per_message",
     "consumer.duplicates.calls_per_message",
-    "consumer.duplicates.modelled_speedup_vs_seed000",
+    "consumer.duplicates.modelled_speedup_vs_per_record_transaction",
     "consumer.duplicates.modelled_speedup_vs_powertools",
     "consumer.happy.write_units_per_message",
-    "consumer.happy.cost_ratio_vs_seed000",
+    "consumer.happy.cost_ratio_vs_per_record_transaction",
     "consumer.happy.cost_ratio_vs_powertools",
-    "consumer.duplicates.cost_ratio_vs_seed000",
+    "consumer.duplicates.cost_ratio_vs_per_record_transaction",
     "consumer.duplicates.cost_ratio_vs_powertools",
     "dispatch.modelled_speedup",
 )

@@ -49,11 +49,11 @@ def other_rerun_lands_first(world: World, month: str) -> Iterator[list[int]]:
             )
         return original(client, operation, params)
 
-    BaseClient._make_api_call = patched  # type: ignore[method-assign]
+    BaseClient._make_api_call = patched
     try:
         yield fired
     finally:
-        BaseClient._make_api_call = original  # type: ignore[method-assign]
+        BaseClient._make_api_call = original
 
 
 def test_the_loser_of_two_concurrent_manual_reruns_ends_cleanly_with_a_log_line(

@@ -1,4 +1,4 @@
-"""The consumers as the STACK deploys them, driven on moto (issue 3's "how it will be checked").
+"""The consumers as the STACK deploys them, driven on moto.
 
 Nothing here is configured by hand: ``__main__.py`` runs with ``Pulumi.dev.yaml`` under
 Pulumi mocks (``policy.program.run_program``); each consumer function's handler string and

@@ -88,8 +88,18 @@ def project(program: str, root: Path) -> Path:
     return directory
 
 
+# The runtime rules judge a dated table against a day: the corpus pins the day its
+# expectations were written for, so the suite does not change verdicts as the calendar moves.
+CORPUS_AS_OF = "2026-11-30"
+RUNTIME_RULES = ("lambda-runtime-not-blocked", "lambda-runtime-not-deprecated")
+
+
 def argv(directory: Path, mode: str) -> list[str]:
+    config = directory / "corpus-policy-config.json"
+    if not config.exists():
+        config.write_text(json.dumps({rule: {"asOf": CORPUS_AS_OF} for rule in RUNTIME_RULES}))
     args = ["--project", str(directory), "--stack", "dev", "--format", "json"]
+    args += ["--config", str(config)]
     return args + (["--preview"] if mode == "preview" else [])
 
 

@@ -26,6 +26,7 @@ def test_every_policy_comes_from_a_rule_with_complete_metadata():
         assert rule.description and rule.remediation, rule.name
         assert rule.kind in ("stack", "resource")
         policy = next(p for p in pack.POLICIES if p.name == rule.name)
+        assert policy.enforcement_level is not None
         assert policy.enforcement_level.value == rule.level
         assert policy.remediation_steps == rule.remediation
 

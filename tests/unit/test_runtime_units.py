@@ -48,7 +48,7 @@ def client_error(code: str, status: int = 400) -> ClientError:
 
 
 # --- settings ------------------------------------------------------------------------------
-def test_settings_defaults_follow_seed_000() -> None:
+def test_settings_default_to_event_id_claims_kept_90_days() -> None:
     s = Settings.from_env(BASE_ENV)
     assert s.key_layout == env.LAYOUT_EVENT_ID
     assert s.claim_ttl_seconds == 90 * 24 * 3600

@@ -2,8 +2,9 @@
 
 AWS facts: an explicit aws.Provider(region=...) places its resources in that region; CloudWatch
 alarms watch metrics of their own region (CloudWatch User Guide). The us-east-1 DLQ has no alarm
-in us-east-1. Offline, the region of a provider-placed resource shows in its ARN, which is
-unknown in a preview: only `up` can tell the two same-named DLQs apart.
+in us-east-1. pulumi-aws v7 gives every regional resource a `region` property that the
+provider's Check fills from the explicit provider, so a preview knows it too: both modes tell
+the two same-named DLQs apart.
 """
 
 import json
@@ -42,14 +43,7 @@ EXPECTED = {
         ("sqs-queue-tls-only", "work-east"),
         ("sqs-queue-tls-only", "dlq-west"),
         ("sqs-queue-tls-only", "work-west"),
-    ],
-    "up_only": [
-        (
-            "sqs-dlq-has-alarm",
-            "dlq-east",
-            "the DLQ's region comes from its provider and shows only in its ARN, unknown in a "
-            "preview, so the eu-west-1 alarm on the same queue name may be its alarm",
-        ),
+        ("sqs-dlq-has-alarm", "dlq-east"),
     ],
 }
 

@@ -1,4 +1,6 @@
-"""Implementation (a): the seed-000 pattern exactly as the article writes it, one record at a time.
+"""Implementation (a): the per-record transaction pattern, one record at a time, the way
+"database exactly-once, notification at-least-once" recipes for SQS -> Lambda -> DynamoDB + SNS
+are commonly published (the recipe below, with its table names).
 
 Per record: one TransactWriteItems (the claim ``{event_id, status=pending}`` guarded by
 ``attribute_not_exists(event_id)`` plus the business row); on TransactionCanceledException,
@@ -6,11 +8,11 @@ GetItem the status (``sent`` -> skip everything; ``pending`` -> publish only); t
 ``sns.publish(Message=event_id)`` outside the transaction; then UpdateItem ``status = sent``.
 Any other ClientError is re-raised.
 
-The article leaves two things open, filled here the way seed 003 (the companion article)
-prescribes and in the baseline's favour: records are processed in a loop with a partial batch
-response (a failing record does not fail its neighbours), and clients are the default boto3
-clients (botocore's default retry mode). The article writes "# add business fields" on the
-order row; the same order fields all three implementations store are written here.
+The recipe leaves two things open, filled here the usual way for SQS + Lambda consumers and in
+the baseline's favour: records are processed in a loop with a partial batch response (a failing
+record does not fail its neighbours), and clients are the default boto3 clients (botocore's
+default retry mode). The recipe writes "# add business fields" on the order row; the same order
+fields all three implementations store are written here.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-PROCESSED_EVENTS_TABLE = "processed_events"  # the article's table names
+PROCESSED_EVENTS_TABLE = "processed_events"  # the recipe's table names
 ORDER_RECORDS_TABLE = "order_records"
 
 
 @dataclass(frozen=True)
-class Seed000Settings:
+class PerRecordTransactionSettings:
     topic_arn: str
     processed_events_table: str = PROCESSED_EVENTS_TABLE
     order_records_table: str = ORDER_RECORDS_TABLE
@@ -43,8 +45,10 @@ def order_item(order: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def process_record(dynamodb: Any, sns: Any, settings: Seed000Settings, body: str) -> str:
-    """The article's flow for one message. Returns the outcome ("processed", ...)."""
+def process_record(
+    dynamodb: Any, sns: Any, settings: PerRecordTransactionSettings, body: str
+) -> str:
+    """The recipe's flow for one message. Returns the outcome ("processed", ...)."""
     message = json.loads(body)
     event_id = message["event_id"]
     order_data = message["order"]
@@ -88,7 +92,7 @@ def process_record(dynamodb: Any, sns: Any, settings: Seed000Settings, body: str
     return outcome
 
 
-def build_handler(settings: Seed000Settings) -> Any:
+def build_handler(settings: PerRecordTransactionSettings) -> Any:
     """A Lambda handler over the default boto3 clients (created once, as module globals would)."""
     dynamodb = boto3.client("dynamodb")
     sns = boto3.client("sns")

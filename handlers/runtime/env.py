@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # --- Environment variables set on every consumer function -------------------------------------
 STATE_TABLE = "IDEMPOTENCY_STATE_TABLE"  # name of the state (idempotency) table
-STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" (seed 000) or "tenant" (seed 003)
+STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" or "tenant" (keys.state_key)
 STATE_TTL_ATTRIBUTE = "STATE_TTL_ATTRIBUTE"  # TTL attribute name on the state table
 CLAIM_TTL_SECONDS = "CLAIM_TTL_SECONDS"  # lifetime of a claim record
 BUSINESS_TABLE = "BUSINESS_TABLE"  # name of the business table (optional)
@@ -26,13 +26,13 @@ POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 # --- State table key schemas ------------------------------------------------------------------
 LAYOUT_EVENT_ID = "event_id"
 LAYOUT_TENANT = "tenant"
-EVENT_ID_KEY = "event_id"  # seed 000: partition key of processed_events
-TENANT_PARTITION_KEY = "pk"  # seed 003: tenant id
-TENANT_SORT_KEY = "sk"  # seed 003: "<namespace>#<key>"
+EVENT_ID_KEY = "event_id"  # event-id layout: partition key of the state table
+TENANT_PARTITION_KEY = "pk"  # tenant layout: tenant id
+TENANT_SORT_KEY = "sk"  # tenant layout: "<namespace>#<event id>"
 DEFAULT_TTL_ATTRIBUTE = "ttl"
 DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
 
-# --- Claim status values (seed 000: exactly two) ------------------------------------------------
+# --- Claim status values (exactly two) ---------------------------------------------------------
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
 

@@ -26,6 +26,8 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
+from emulator import moto_patches
+
 DEFAULT_REGION = "ap-northeast-1"
 # moto's fixed account id: ARNs the emulator returns carry it.
 EMULATOR_ACCOUNT_ID = "123456789012"
@@ -130,6 +132,7 @@ def start_emulator(
     callers detect and handle) is silenced.
     """
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
+    moto_patches.install()  # the runtime's PartiQL status write (see emulator/moto_patches.py)
     server = _FastStopMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     host, bound_port = server.get_host_and_port()

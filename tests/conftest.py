@@ -6,6 +6,12 @@ import os
 
 import pytest
 
+from emulator import moto_patches
+
+# moto lacks what the runtime's PartiQL status write needs (emulator/moto_patches.py; its
+# gaps are documented by tests/integration/test_runtime_moto_gaps.py).
+moto_patches.install()
+
 _FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",

@@ -11,16 +11,13 @@ Settings and clients are built per invocation (see settings.py for why).
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 
-from idempotent_messaging.runtime.clients import environment_key
+from idempotent_messaging.runtime.clients import cached_client, reset_clients
 from idempotent_messaging.runtime.env import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 
 from . import env
@@ -31,39 +28,30 @@ from .sender import WorkQueueSender
 from .settings import Settings
 from .sources import DynamoDBAccountsSource, ItemSource, S3ManifestSource
 
+__all__ = ["handler", "reset_clients", "run"]
+
 DEFAULT_NAMESPACE = "IdempotentMessaging"
 DEFAULT_SERVICE = "monthly-dispatch"
 logger = Logger(service=os.environ.get(POWERTOOLS_SERVICE_NAME) or DEFAULT_SERVICE)
 metrics = Metrics()
 
 
-_clients: dict[tuple[object, ...], Any] = {}
-_clients_lock = threading.Lock()
+# botocore's default timeouts (60 s): a manifest chunk or a scan page may take longer than
+# the consumer runtime's 5 s read timeout allows.
+BOTOCORE_DEFAULT_TIMEOUT_S = 60
+MAX_ATTEMPTS = 6  # botocore retries throttled scans and sends itself: 1 call + 5 retries
 
 
 def _client(service: str, settings: Settings) -> Any:
-    """A client per (service, region, endpoint, credentials, pool size), reused across warm
-    invocations (building one parses botocore's service model: ~0.3 s) and rebuilt when the
-    environment changes (functions share a process in the emulator demo)."""
-    pool = settings.send_concurrency + settings.segment_concurrency + 4
-    key = (service, pool, *environment_key(service))
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            # botocore retries throttled calls itself (standard mode); the connection pool
-            # fits the parallel segment scans and sends.
-            config = Config(
-                retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=pool
-            )
-            client = boto3.session.Session().client(service, config=config)
-            _clients[key] = client
-        return client
-
-
-def reset_clients() -> None:
-    """Forget cached clients (tests that start a fresh emulator)."""
-    with _clients_lock:
-        _clients.clear()
+    """The bundle's shared client cache; the connection pool fits the parallel segment scans
+    and sends."""
+    return cached_client(
+        service,
+        max_attempts=MAX_ATTEMPTS,
+        max_pool_connections=settings.send_concurrency + settings.segment_concurrency + 4,
+        connect_timeout=BOTOCORE_DEFAULT_TIMEOUT_S,
+        read_timeout=BOTOCORE_DEFAULT_TIMEOUT_S,
+    )
 
 
 def _source(settings: Settings) -> ItemSource:

@@ -44,7 +44,8 @@ DEFAULT_MAX_HOPS = 48
 """Continuations per segment before the run is declared runaway (48 x ~14 min = 11 h of work
 for one segment): the bound that replaces Lambda's recursion stop (set to Allow)."""
 DEFAULT_MAX_SEND_ATTEMPTS = 4
-"""Attempts per failed SendMessageBatch entry (the first send + 3 retries), seed 003's bound."""
+"""Attempts per failed SendMessageBatch entry (the first send + 3 retries): transient failures
+are retried a bounded number of times."""
 
 # --- Table schemas shared by the component, the dispatcher, the charge consumer and tests -----
 BILLING_HASH_KEY = "tenant_id"

@@ -19,7 +19,7 @@ from .keys import ChargeMessage
 
 MAX_ENTRIES_PER_BATCH = 10  # SQS limit
 MAX_BATCH_BYTES = 1_048_576  # SQS limit: 1 MiB for the whole SendMessageBatch payload
-BASE_BACKOFF_S = 0.05  # seed 003: 50 ms x 2^(n-1), +-50 % jitter
+BASE_BACKOFF_S = 0.05  # 50 ms x 2^(n-1), +-50 % jitter, as the runtime backs off
 
 
 class SendFailed(RuntimeError):

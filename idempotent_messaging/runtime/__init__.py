@@ -25,12 +25,14 @@ Public API (stable; see docs/runtime.md for the full contract)::
         namespace="charge",                 # tenant layout: sk = "<namespace>#<event id>"
         tenant=lambda message: message["tenant_id"],  # required when STATE_KEY_LAYOUT=tenant
         requires_business_table=True,       # refuse to run without BUSINESS_TABLE
+        effect=SingleItemEffect(key=("order_id",)),  # optional: the effect is ONE item keyed
+                                            # by these attributes; the claim lives in it
     )
 
     handler = lambda_handler(CONSUMER)  # Powertools Logger (context keys) + Metrics flush
     # == CONSUMER.handle(event, context) -> {"batchItemFailures": [...]}; context may be None
 
-``handle`` reads Settings (handlers/runtime/env.py names) and builds boto3 clients at
+``handle`` reads Settings (idempotent_messaging/runtime/env.py names) and builds boto3 clients at
 invocation time, cached by region/endpoint, so env changes between invocations take effect.
 ``Consumer.process(event, context, Runtime(settings, dynamodb, sns, sqs))`` takes them
 explicitly (tests). ``IDEMPOTENCY_STRATEGY=powertools`` is refused with a ConfigurationError
@@ -39,7 +41,8 @@ naming ``transactional``: Powertools cannot commit its record atomically with th
 
 from __future__ import annotations
 
-from idempotent_messaging.runtime.consumer import Consumer, Runtime, WriteContext
+from idempotent_messaging.runtime.consumer import Consumer
+from idempotent_messaging.runtime.contract import Runtime, SingleItemEffect, WriteContext
 from idempotent_messaging.runtime.entry import lambda_handler
 from idempotent_messaging.runtime.errors import (
     ConfigurationError,
@@ -71,6 +74,7 @@ __all__ = [
     "Runtime",
     "SchemaError",
     "Settings",
+    "SingleItemEffect",
     "WriteContext",
     "lambda_handler",
     "logger",

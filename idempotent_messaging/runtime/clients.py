@@ -27,6 +27,7 @@ BOTOCORE_CONFIG = Config(
     connect_timeout=2,
     read_timeout=5,
 )
+"""What the consumer runtime's clients use (tests build their own clients alike)."""
 
 
 def transaction_backoff(attempt: int, rng: random.Random | None = None) -> float:
@@ -43,7 +44,9 @@ class AwsClients:
 
 
 _LOADER = botocore.loaders.create_loader()
-_cache: dict[tuple[str | None, ...], AwsClients] = {}
+_sessions: dict[tuple[str | None, ...], boto3.session.Session] = {}
+_cache: dict[tuple[object, ...], Any] = {}
+_runtime_clients: dict[tuple[str | None, ...], AwsClients] = {}
 _lock = threading.Lock()
 
 
@@ -60,31 +63,70 @@ def environment_key(*services: str) -> tuple[str | None, ...]:
     )
 
 
-def _env_key() -> tuple[str | None, ...]:
-    return environment_key("dynamodb", "sns", "sqs")
+CONNECT_TIMEOUT_S = 2
+READ_TIMEOUT_S = 5
+
+
+def cached_client(
+    service: str,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+    max_pool_connections: int | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+    read_timeout: float = READ_TIMEOUT_S,
+) -> Any:
+    """THE boto3 client cache of the Lambda bundle (consumers and the dispatcher alike).
+
+    One client per (service, retry budget, pool, timeouts, environment), reused across warm
+    invocations (building one parses botocore's service model) and rebuilt when region,
+    endpoint or credentials change. Retries are botocore's standard mode with
+    ``max_attempts`` attempts in total.
+    """
+    env_key = environment_key(service)
+    key = (service, max_attempts, max_pool_connections, connect_timeout, read_timeout, *env_key)
+    with _lock:
+        client = _cache.get(key)
+        if client is None:
+            session_key = (env_key[0], env_key[1], env_key[-1])
+            session = _sessions.get(session_key)
+            if session is None:
+                # A session per environment (credentials and region are resolved per session);
+                # the model loader is shared, so a new one costs milliseconds.
+                core = botocore.session.Session()
+                core.register_component("data_loader", _LOADER)
+                session = boto3.session.Session(botocore_session=core)
+                _sessions[session_key] = session
+            options: dict[str, Any] = {
+                "retries": {"mode": "standard", "total_max_attempts": max_attempts},
+                "connect_timeout": connect_timeout,
+                "read_timeout": read_timeout,
+            }
+            if max_pool_connections:
+                options["max_pool_connections"] = max_pool_connections
+            client = session.client(service, config=Config(**options))
+            _cache[key] = client
+        return client
 
 
 def clients_from_env() -> AwsClients:
-    """Clients for the current environment; rebuilt when region/endpoint/credentials change."""
-    key = _env_key()
-    with _lock:
-        clients = _cache.get(key)
-        if clients is None:
-            # A session per key (credentials and region are resolved per session); the model
-            # loader is shared, so a new key costs milliseconds, not a re-read of the models.
-            core = botocore.session.Session()
-            core.register_component("data_loader", _LOADER)
-            session = boto3.session.Session(botocore_session=core)
-            clients = AwsClients(
-                dynamodb=session.client("dynamodb", config=BOTOCORE_CONFIG),
-                sns=session.client("sns", config=BOTOCORE_CONFIG),
-                sqs=session.client("sqs", config=BOTOCORE_CONFIG),
-            )
-            _cache[key] = clients
-        return clients
+    """The consumer runtime's clients for the current environment (the same object while the
+    environment is unchanged)."""
+    key = environment_key("dynamodb", "sns", "sqs")
+    clients = _runtime_clients.get(key)
+    if clients is None:
+        clients = AwsClients(
+            dynamodb=cached_client("dynamodb"),
+            sns=cached_client("sns"),
+            sqs=cached_client("sqs"),
+        )
+        with _lock:
+            _runtime_clients[key] = clients
+    return clients
 
 
 def reset_clients() -> None:
     """Forget cached clients (tests that start a fresh emulator)."""
     with _lock:
         _cache.clear()
+        _sessions.clear()
+        _runtime_clients.clear()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # --- Environment variables set on every consumer function -------------------------------------
 STATE_TABLE = "IDEMPOTENCY_STATE_TABLE"  # name of the state (idempotency) table
-STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" (seed 000) or "tenant" (seed 003)
+STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" or "tenant" (keys.state_key)
 STATE_TTL_ATTRIBUTE = "STATE_TTL_ATTRIBUTE"  # TTL attribute name on the state table
 CLAIM_TTL_SECONDS = "CLAIM_TTL_SECONDS"  # lifetime of a claim record
 BUSINESS_TABLE = "BUSINESS_TABLE"  # name of the business table (optional)
@@ -26,22 +26,51 @@ POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 # --- State table key schemas ------------------------------------------------------------------
 LAYOUT_EVENT_ID = "event_id"
 LAYOUT_TENANT = "tenant"
-EVENT_ID_KEY = "event_id"  # seed 000: partition key of processed_events
-TENANT_PARTITION_KEY = "pk"  # seed 003: tenant id
-TENANT_SORT_KEY = "sk"  # seed 003: "<namespace>#<key>"
+EVENT_ID_KEY = "event_id"  # event-id layout: partition key of the state table
+TENANT_PARTITION_KEY = "pk"  # tenant layout: tenant id
+TENANT_SORT_KEY = "sk"  # tenant layout: "<namespace>#<event id>"
 DEFAULT_TTL_ATTRIBUTE = "ttl"
 DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
 
-# --- Claim status values (seed 000: exactly two) ------------------------------------------------
+# --- Claim status values (exactly two) ---------------------------------------------------------
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
 
-# --- Appended by the consumer-runtime issue (#3) ------------------------------------------------
+# --- Strategy and remaining-time guard --------------------------------------------------------
 # Stop starting AWS calls when less than this many milliseconds of Lambda time remain.
 REMAINING_TIME_GUARD_MS = "REMAINING_TIME_GUARD_MS"
 DEFAULT_REMAINING_TIME_GUARD_MS = 5_000
 STRATEGY_TRANSACTIONAL = "transactional"
 STRATEGY_POWERTOOLS = "powertools"
 
-# --- Appended by the components engineer -------------------------------------------------------
+# --- Set by the components ---------------------------------------------------------------------
 POWERTOOLS_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"  # "true" when X-Ray tracing is off
+
+FIFO_SUFFIX = ".fifo"
+
+
+def is_fifo(name_url_or_arn: str) -> bool:
+    """SQS and SNS require a FIFO queue's or topic's name to end in ``.fifo`` (and refuse the
+    suffix on standard ones), so the name, URL or ARN alone tells the kind."""
+    return name_url_or_arn.endswith(FIFO_SUFFIX)
+
+
+# --- Claim kept in the business item (SingleItemEffect) ---------------------------------------
+# Prefixed so they cannot collide with a business attribute (the runtime refuses a Put that
+# sets them).
+ITEM_CLAIM_EVENT_ID = "claim_event_id"
+ITEM_CLAIM_STATUS = "claim_status"
+ITEM_CLAIM_MESSAGE_ID = "claim_message_id"
+ITEM_CLAIM_RECEIVED_AT = "claim_received_at"
+ITEM_CLAIM_SENT_AT = "claim_sent_at"
+ITEM_CLAIM_NOTIFICATION_ID = "claim_notification_id"
+ITEM_CLAIM_OWED = "claim_owed_notification"
+ITEM_CLAIM_ATTRIBUTES = (
+    ITEM_CLAIM_EVENT_ID,
+    ITEM_CLAIM_STATUS,
+    ITEM_CLAIM_MESSAGE_ID,
+    ITEM_CLAIM_RECEIVED_AT,
+    ITEM_CLAIM_SENT_AT,
+    ITEM_CLAIM_NOTIFICATION_ID,
+    ITEM_CLAIM_OWED,
+)

@@ -110,6 +110,17 @@ TRANSIENT_CANCELLATION_CODES = frozenset(
 )
 PERMANENT_CANCELLATION_CODES = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 NO_FAILURE_CODE = "None"
+# BatchExecuteStatement answers per statement (BatchStatementError.Code); botocore retries the
+# CALL, never one statement, so these are retried by the runtime.
+TRANSIENT_STATEMENT_CODES = frozenset(
+    {
+        "TransactionConflict",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+        "InternalServerError",
+    }
+)
 
 
 def error_code(error: ClientError) -> str:

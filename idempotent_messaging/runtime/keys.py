@@ -120,7 +120,8 @@ class StateKey:
 def state_key(
     *, tenant_layout: bool, event_id: str, namespace: str, tenant: str | None
 ) -> StateKey:
-    """seed 000: ``{event_id}``; seed 003: ``{pk: tenant, sk: "<namespace>#<event id>"}``.
+    """Event-id layout: ``{event_id}``; tenant layout:
+    ``{pk: tenant, sk: "<namespace>#<event id>"}``.
 
     Raises PoisonMessage (invalid event id) when a key value exceeds DynamoDB's limits in
     UTF-8 bytes, so no request is ever sent that DynamoDB would reject for it.

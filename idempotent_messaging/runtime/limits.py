@@ -112,6 +112,10 @@ def attribute_problem(value: Any) -> tuple[str | None, int]:
                 n = _text_bytes(name)
                 if n is None:
                     return "has an attribute name that is not valid Unicode text", size
+                if n == 0:
+                    # DynamoDB refuses an empty attribute name at any depth ("Empty attribute
+                    # name"); moto stores it and then cannot even scan the item back.
+                    return "has an empty attribute name (a map key)", size
                 size += n + 1
                 stack.append((element, depth + 1))
         elif kind == "L":
@@ -147,6 +151,9 @@ def check_transact_item(position: int, item: Mapping[str, Any]) -> None:
     if not isinstance(body, Mapping):
         raise SchemaError(f"writes() item {position} ({kind}) is not a mapping")
     total = 0
+    item_attributes = body.get("Item") if kind == "Put" else None
+    if isinstance(item_attributes, Mapping) and "" in item_attributes:
+        raise SchemaError(f"writes() item {position} (Put) has an empty attribute name")
     for label, value in _values_of(kind, body):
         problem, size = attribute_problem(value)
         if problem:

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from idempotent_messaging.runtime.env import is_fifo
+
 PUBLISH_BATCH_MAX_ENTRIES = 10
 PUBLISH_BATCH_MAX_BYTES = 256 * 1024  # total payload of one PublishBatch (and one message)
 
@@ -49,7 +51,7 @@ class Notifier:
     def __init__(self, client: Any, topic_arn: str) -> None:
         self._client = client
         self._topic_arn = topic_arn
-        self._fifo = topic_arn.endswith(".fifo")
+        self._fifo = is_fifo(topic_arn)
 
     def publish_batch(self, entries: Sequence[PublishEntry]) -> dict[str, PublishResult]:
         """One PublishBatch (caller keeps it <= 10 entries and <= 256 KiB)."""

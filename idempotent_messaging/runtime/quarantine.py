@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from idempotent_messaging.runtime.env import is_fifo
+
 SEND_BATCH_MAX_ENTRIES = 10
 # 256 KiB is the long-standing batch payload limit; staying under it works with every SQS
 # endpoint (newer SQS accepts 1 MiB).
@@ -63,7 +65,7 @@ class Quarantine:
     def __init__(self, client: Any, dlq_url: str) -> None:
         self._client = client
         self._dlq_url = dlq_url
-        self._fifo = dlq_url.endswith(".fifo")
+        self._fifo = is_fifo(dlq_url)
 
     def send_batch(self, entries: Sequence[QuarantineEntry]) -> dict[str, str | None]:
         """One SendMessageBatch: ``{entry_id: error or None}``."""

@@ -30,7 +30,7 @@ class Settings:
     state_table: str
     """State (claim) table name; required."""
     key_layout: str = env.LAYOUT_EVENT_ID
-    """``event_id`` (seed 000: pk = event id) or ``tenant`` (seed 003: pk/sk)."""
+    """``event_id`` (pk = event id) or ``tenant`` (pk = tenant id, sk = namespace#event id)."""
     ttl_attribute: str = env.DEFAULT_TTL_ATTRIBUTE
     claim_ttl_seconds: int = env.DEFAULT_CLAIM_TTL_SECONDS
     """90 days by default; never shorter than source + DLQ retention (see docs/runtime.md)."""

@@ -235,6 +235,9 @@ import hashlib, importlib, json, os, sys
 import boto3
 from moto import mock_aws
 
+from emulator import moto_patches
+
+moto_patches.install()  # what moto lacks for the runtime's PartiQL status write
 resources, function_name, body = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 (fn,) = [r["inputs"] for r in resources if r["type"] == "aws:lambda/function:Function"
          and r["inputs"].get("name") == function_name]

@@ -505,7 +505,7 @@ def test_ten_fresh_charges_of_one_group_cost_one_transaction_ordered_publishes_o
         send_charge(charges, "t1", f"e{i}")
     response, calls = charges.invoke()
     assert response == {"batchItemFailures": []}
-    assert calls == ["TransactWriteItems"] + ["PublishBatch"] * 10 + ["TransactWriteItems"]
+    assert calls == ["TransactWriteItems"] + ["PublishBatch"] * 10 + ["BatchExecuteStatement"]
     assert len(charges.table(env.BUSINESS_TABLE)) == 10
 
 

@@ -53,7 +53,7 @@ def test_ten_fresh_events_cost_three_calls_and_are_written_once(aws: Aws) -> Non
     records = [record(order_body(f"e{i}")) for i in range(10)]
     response = run(aws, *records)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
     notes = assert_exactly_once(aws, {f"e{i}": f"order-e{i}" for i in range(10)})
     assert len(notes) == 10
 
@@ -81,7 +81,7 @@ def test_pending_claim_is_republished_then_marked_sent(aws: Aws) -> None:
     aws.reset_counts()
     response = queue.deliver(lambda ev: ORDERS.process(ev, FakeContext(), aws.runtime()))
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
     notes = assert_exactly_once(aws, {"e1": "order-e1"})
     assert len(notes) == 1
     assert aws.claims()[0]["notification_id"]["S"]
@@ -117,7 +117,7 @@ def test_same_event_twice_in_one_batch_is_written_once(aws: Aws) -> None:
     body = order_body("e1")
     response = run(aws, record(body), record(body), record(order_body("e2")))
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
     assert_exactly_once(aws, {"e1": "order-e1", "e2": "order-e2"})
 
 
@@ -132,7 +132,7 @@ def test_other_event_for_recorded_order_is_quarantined_as_semantic_failure(aws: 
         "TransactWriteItems",
         "TransactWriteItems",
         "PublishBatch",
-        "TransactWriteItems",
+        "BatchExecuteStatement",
         "SendMessageBatch",
     ]
     dlq = dlq_by_original(aws)
@@ -434,7 +434,7 @@ def test_publish_failure_reports_failed_and_redelivery_republishes(aws: Aws) -> 
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_PENDING}
     response = run(aws, *records)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
     assert_exactly_once(aws, {"e0": "order-e0", "e1": "order-e1"})
 
 
@@ -443,21 +443,22 @@ def test_status_write_failure_reports_failed_and_redelivery_completes(aws: Aws) 
 
     state = {"n": 0}
 
-    def fail_second_transaction(**_: Any) -> None:
+    def fail_first_status_write(**_: Any) -> None:
         state["n"] += 1
-        if state["n"] == 2:
+        if state["n"] == 1:
             raise ClientError(
-                {"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "TransactWriteItems"
+                {"Error": {"Code": "AccessDeniedException", "Message": "no"}},
+                "BatchExecuteStatement",
             )
 
     aws.dynamodb.meta.events.register(
-        "before-call.dynamodb.TransactWriteItems", fail_second_transaction
+        "before-call.dynamodb.BatchExecuteStatement", fail_first_status_write
     )
     rec = record(order_body("e1"))
     assert failures(run(aws, rec)) == {rec["messageId"]}
     response = run(aws, rec)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
     notes = assert_exactly_once(aws, {"e1": "order-e1"})
     assert len(notes) == 2  # at-least-once: republished after the unmarked publish
 
@@ -604,7 +605,7 @@ def test_timeout_after_commit_is_absorbed_by_the_claim(aws: Aws) -> None:
     assert failures(response) == {r["messageId"] for r in records}
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_PENDING}
     assert run(aws, *records) == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
     assert_exactly_once(aws, {"t0": "order-t0", "t1": "order-t1"})
 
 

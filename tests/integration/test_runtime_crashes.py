@@ -4,6 +4,7 @@ after redelivery, every event has exactly one business row and at least one noti
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,12 +23,30 @@ from tests.integration.test_runtime_world import (
     assert_exactly_once,
     create_world,
     order_body,
+    single_item_orders,
 )
 
 pytestmark = pytest.mark.integration
 
 # No real sleeping for app-level conflict backoff (botocore's own backoff still runs).
 CONSUMER = Consumer(writes=order_writes, notification=order_notification, sleep=lambda _s: None)
+CLAIMS_IN_ITEMS = False
+
+
+@pytest.fixture(params=["separate-claim", "claim-in-item"])
+def placement(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test for both claim placements: a separate claim item, or the claim in the order
+    row (SingleItemEffect). The helpers below read these module names at call time."""
+    if request.param == "claim-in-item":
+        monkeypatch.setattr(
+            sys.modules[__name__], "CONSUMER", single_item_orders(sleep=lambda _s: None)
+        )
+        monkeypatch.setattr(sys.modules[__name__], "CLAIMS_IN_ITEMS", True)
+    return str(request.param)
+
+
+def new_world() -> Aws:
+    return create_world(claims_in_items=CLAIMS_IN_ITEMS)
 
 
 @dataclass(frozen=True)
@@ -95,7 +114,7 @@ def check_final(world: Aws, queue: SimQueue, expected: dict[str, str], poison: i
 
 def calls_of_first_delivery(seed: Callable[[Aws, SimQueue], dict[str, str]]) -> int:
     with mock_aws():
-        world, queue = create_world(), SimQueue()
+        world, queue = new_world(), SimQueue()
         seed(world, queue)
         return deliver(world, queue, None)
 
@@ -104,14 +123,17 @@ def calls_of_first_delivery(seed: Callable[[Aws, SimQueue], dict[str, str]]) -> 
     ("seed", "poison"), [(seed_fresh, 0), (seed_mixed, 2)], ids=["fresh", "every-branch"]
 )
 def test_crash_between_every_pair_of_calls_then_redelivery_is_exactly_once(
-    aws_env: dict[str, str], seed: Callable[[Aws, SimQueue], dict[str, str]], poison: int
+    aws_env: dict[str, str],
+    seed: Callable[[Aws, SimQueue], dict[str, str]],
+    poison: int,
+    placement: str,
 ) -> None:
     n_calls = calls_of_first_delivery(seed)
     assert n_calls >= 3
     points = [CrashAt(k) for k in range(1, n_calls + 1)] + [CrashAt(n_calls, after=True)]
     for crash in points:
         with mock_aws():
-            world, queue = create_world(), SimQueue()
+            world, queue = new_world(), SimQueue()
             expected = seed(world, queue)
             waiting = len(queue.messages)
             deliver(world, queue, crash)
@@ -126,7 +148,7 @@ def _explore(
     every later delivery may die at each of its crash points (depth-first, up to the budget)."""
     seen.append(path)
     with mock_aws():
-        world, queue = create_world(), SimQueue()
+        world, queue = new_world(), SimQueue()
         expected = seed_fresh(world, queue, 3)
         counts: list[int] = []
         for step in range(200):
@@ -149,7 +171,7 @@ def _explore(
 
 @pytest.mark.parametrize(("size", "budget"), [(3, 2), (1, 1)], ids=["one-batch", "one-by-one"])
 def test_exhaustive_crash_points_for_three_events(
-    aws_env: dict[str, str], size: int, budget: int
+    aws_env: dict[str, str], size: int, budget: int, placement: str
 ) -> None:
     seen: list[tuple[Any, ...]] = []
     _explore((), budget, size, seen)
@@ -161,7 +183,7 @@ def test_thirty_percent_transient_faults_still_give_exactly_once_with_bounded_re
     aws_env: dict[str, str],
 ) -> None:
     with mock_aws():
-        world, queue = create_world(), SimQueue()
+        world, queue = new_world(), SimQueue()
         expected = seed_fresh(world, queue, 20)
         world.reset_counts()
         world.fault_rate = 0.3
@@ -200,7 +222,7 @@ def test_any_interleaving_of_deliveries_duplicates_crashes_and_faults_ends_exact
     aws_env: dict[str, str], actions: list[tuple[Any, ...]]
 ) -> None:
     with mock_aws():
-        world, queue = create_world(), SimQueue()
+        world, queue = new_world(), SimQueue()
         sent: dict[str, str] = {}
         poison_ids: set[str] = set()
         for action in actions:

@@ -30,12 +30,18 @@ from tests.integration.test_runtime_world import (
     assert_exactly_once,
     create_world,
     order_body,
+    single_item_orders,
 )
 
 pytestmark = pytest.mark.integration
 
 STRATEGIES = [env.STRATEGY_TRANSACTIONAL]
 CONSUMER = Consumer(writes=order_writes, notification=order_notification, sleep=lambda _s: None)
+# Where the claim lives: a separate claim item, or in the order row (SingleItemEffect).
+PLACEMENTS = {
+    "separate-claim": (CONSUMER, False),
+    "claim-in-item": (single_item_orders(sleep=lambda _s: None), True),
+}
 QUEUE = [("a1", "a"), ("b1", "b"), ("POISON", "a"), ("a2", "a"), ("b2", "b")]
 EXPECTED = {e: f"order-{e}" for e, _ in QUEUE if e != "POISON"}
 PUBLISH_FAULTS = ["none", "chunk"] + [f"entry:{e}" for e in EXPECTED]
@@ -61,7 +67,13 @@ def acknowledgements(world: Aws) -> list[str]:
 
 
 def first_delivery(
-    world: Aws, queue: SimQueue, strategy: str, publish: str, quarantine: str, crash: Any
+    world: Aws,
+    queue: SimQueue,
+    strategy: str,
+    publish: str,
+    quarantine: str,
+    crash: Any,
+    consumer: Consumer,
 ) -> int:
     """The faulty first delivery; returns how many AWS calls it made."""
     if publish == "chunk":
@@ -78,7 +90,7 @@ def first_delivery(
             world.crash_before_call = start + crash.call
     runtime = world.runtime(strategy=strategy, source_fifo=True)
     try:
-        queue.deliver(lambda event: CONSUMER.process(event, FakeContext(), runtime))
+        queue.deliver(lambda event: consumer.process(event, FakeContext(), runtime))
     except Crash:  # pragma: no cover - SimQueue.deliver absorbs it
         raise
     finally:
@@ -86,11 +98,15 @@ def first_delivery(
     return len(world.calls) - start
 
 
-def scenario(strategy: str, publish: str, quarantine: str, crash: Any) -> int:
+def scenario(
+    strategy: str, publish: str, quarantine: str, crash: Any, placement: str = "separate-claim"
+) -> int:
+    consumer, claims_in_items = PLACEMENTS[placement]
     with mock_aws():
         # AWS: a FIFO source needs a FIFO DLQ; its dedup id (the original messageId) makes a
         # re-quarantine after a crash a no-op within SQS's 5-minute deduplication window.
-        world, queue = create_world(fifo_dlq=True), SimQueue(fifo=True)
+        world = create_world(fifo_dlq=True, claims_in_items=claims_in_items)
+        queue = SimQueue(fifo=True)
         acked = acknowledgements(world)
         poison_id = ""
         for event_id, group in QUEUE:
@@ -98,10 +114,10 @@ def scenario(strategy: str, publish: str, quarantine: str, crash: Any) -> int:
             message_id = queue.send(body, group_id=group)
             if event_id == "POISON":
                 poison_id = message_id
-        calls = first_delivery(world, queue, strategy, publish, quarantine, crash)
+        calls = first_delivery(world, queue, strategy, publish, quarantine, crash, consumer)
         # Every fault is gone: SQS redelivers until the queue is empty.
         runtime = world.runtime(strategy=strategy, source_fifo=True)
-        queue.drain(lambda event: CONSUMER.process(event, FakeContext(), runtime))
+        queue.drain(lambda event: consumer.process(event, FakeContext(), runtime))
         assert_exactly_once(world, EXPECTED)
         for group in "ab":
             order = [e for e, g in QUEUE if g == group and e != "POISON"]
@@ -115,15 +131,16 @@ def scenario(strategy: str, publish: str, quarantine: str, crash: Any) -> int:
         return calls
 
 
+@pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize(
     ("publish", "quarantine"), list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
 )
 def test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise(
-    aws_env: dict[str, str], strategy: str, publish: str, quarantine: str
+    aws_env: dict[str, str], strategy: str, publish: str, quarantine: str, placement: str
 ) -> None:
-    n_calls = scenario(strategy, publish, quarantine, None)
+    n_calls = scenario(strategy, publish, quarantine, None, placement)
     assert n_calls >= 2
     points = [CrashAt(k) for k in range(1, n_calls + 1)] + [CrashAt(n_calls, after=True)]
     for crash in points:
-        scenario(strategy, publish, quarantine, crash)
+        scenario(strategy, publish, quarantine, crash, placement)

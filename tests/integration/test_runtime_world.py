@@ -1,4 +1,4 @@
-"""The consumer runtime's moto world: resources named from handlers/runtime/env.py constants,
+"""The consumer runtime's moto world: resources named from the runtime's env.py constants,
 AWS call counting, fault and crash injection, a simulated SQS queue and the invariants.
 
 Imported by tests as ``tests.integration.test_runtime_world`` (it holds no tests itself).
@@ -109,6 +109,8 @@ class Aws:
     faults: int = 0
     ambiguous_share: float = 0.5
     """Share of injected faults that moto applies before the client sees the 5xx."""
+    claims_in_items: bool = False
+    """The consumer under test declares SingleItemEffect: its claims live in the order rows."""
 
     def settings(self, **overrides: Any) -> Settings:
         values: dict[str, Any] = {
@@ -190,7 +192,21 @@ class Aws:
         return _scan(self.dynamodb, BUSINESS_TABLE)
 
     def claims(self, table: str = STATE_TABLE) -> list[dict[str, Any]]:
-        return _scan(self.dynamodb, table)
+        """Claims as the state table holds them (``event_id``, ``status``, ...); with claims in
+        the order rows, each row's claim attributes under those names."""
+        if not self.claims_in_items or table != STATE_TABLE:
+            return _scan(self.dynamodb, table)
+        if _scan(self.dynamodb, STATE_TABLE):
+            raise AssertionError("a single-item consumer wrote to the state table")
+        return [
+            {
+                **row,
+                env.EVENT_ID_KEY: row[env.ITEM_CLAIM_EVENT_ID],
+                "status": row[env.ITEM_CLAIM_STATUS],
+            }
+            for row in self.order_rows()
+            if env.ITEM_CLAIM_EVENT_ID in row
+        ]
 
     def notifications(self) -> list[dict[str, Any]]:
         """Every notification delivered so far (SNS -> subscribed SQS queue), drained."""
@@ -276,7 +292,9 @@ def _drain(client: Any, url: str, *, attributes: bool = False) -> list[dict[str,
 _BOTOCORE = botocore.session.get_session()
 
 
-def create_world(endpoint_url: str | None = None, *, fifo_dlq: bool = False) -> Aws:
+def create_world(
+    endpoint_url: str | None = None, *, fifo_dlq: bool = False, claims_in_items: bool = False
+) -> Aws:
     """Tables, topic, DLQ and a queue subscribed to the topic, named as the stack names them."""
     session = boto3.session.Session(botocore_session=_BOTOCORE, region_name=REGION)
     kwargs: dict[str, Any] = {"config": BOTOCORE_CONFIG}
@@ -325,6 +343,7 @@ def create_world(endpoint_url: str | None = None, *, fifo_dlq: bool = False) -> 
         Attributes={"RawMessageDelivery": "true"},
     )
     world = Aws(dynamodb, sns, sqs, topic_arn, dlq_url, notifications_url)
+    world.claims_in_items = claims_in_items
     for client in (dynamodb, sns, sqs):
         world.instrument(client)
     world.reset_counts()
@@ -398,6 +417,21 @@ class SimQueue:
                 return
             self.deliver(process)
         raise AssertionError(f"queue not drained after {rounds} deliveries: {self.messages}")
+
+
+def single_item_orders(**options: Any) -> Any:
+    """The orders plug-ins declaring their single-item effect (claim in the order row)."""
+    from handlers.orders import order_notification, order_writes
+    from idempotent_messaging.runtime import Consumer, SingleItemEffect
+
+    return Consumer(
+        writes=order_writes,
+        notification=order_notification,
+        namespace="order",
+        requires_business_table=True,
+        effect=SingleItemEffect(key=("order_id",)),
+        **options,
+    )
 
 
 def assert_exactly_once(world: Aws, event_to_order: dict[str, str]) -> list[dict[str, Any]]:

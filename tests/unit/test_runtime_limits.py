@@ -123,3 +123,16 @@ def test_the_event_id_attribute_is_kept_first_and_dropped_names_are_listed() -> 
     kept = {name for name in original if name in attributes} - {"z"}
     dropped = set(attributes[ATTR_DROPPED]["StringValue"].split(","))
     assert kept | dropped == set(original) - {"z"} and not kept & dropped
+
+
+def test_an_empty_attribute_name_at_any_depth_is_refused() -> None:
+    """DynamoDB answers "Empty attribute name" for an empty name anywhere in an item (top
+    level or a map key at any depth); moto stores it and then cannot scan the item back."""
+    assert (
+        attribute_problem({"M": {"": {"N": "0"}}})[0] == "has an empty attribute name (a map key)"
+    )
+    nested = {"M": {"a": {"L": [{"M": {"": {"S": "x"}}}]}}}
+    assert attribute_problem(nested)[0] == "has an empty attribute name (a map key)"
+    assert attribute_problem({"M": {"a": {"N": "0"}}})[0] is None
+    with pytest.raises(SchemaError, match="empty attribute name"):
+        check_transact_item(0, {"Put": {"TableName": "t", "Item": {"": {"S": "x"}}}})

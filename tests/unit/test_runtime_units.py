@@ -230,3 +230,50 @@ def test_quarantine_keeps_producer_attributes_within_the_sqs_limit() -> None:
     assert len(attrs) == 10
     assert attrs["failure_kind"]["StringValue"] == "schema"
     assert attrs["a0"]["StringValue"] == "0"
+
+
+def test_the_dispatcher_and_the_consumers_share_one_client_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from idempotent_messaging.dispatch import app
+    from idempotent_messaging.dispatch.settings import Settings as DispatchSettings
+    from idempotent_messaging.runtime.clients import cached_client
+
+    reset_clients()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    settings = Settings(state_table="s", dlq_url="q")
+    assert settings.strategy == env.STRATEGY_TRANSACTIONAL
+    dispatch = DispatchSettings.__new__(DispatchSettings)
+    object.__setattr__(dispatch, "send_concurrency", 4)
+    object.__setattr__(dispatch, "segment_concurrency", 2)
+    client = app._client("dynamodb", dispatch)
+    assert app._client("dynamodb", dispatch) is client
+    assert (
+        cached_client(
+            "dynamodb",
+            max_attempts=app.MAX_ATTEMPTS,
+            max_pool_connections=10,
+            connect_timeout=app.BOTOCORE_DEFAULT_TIMEOUT_S,
+            read_timeout=app.BOTOCORE_DEFAULT_TIMEOUT_S,
+        )
+        is client
+    )
+    # The runtime's clients come from the same cache, with their own retry budget/timeouts.
+    assert clients_from_env().dynamodb is cached_client("dynamodb")
+    assert client.meta.config.max_pool_connections == 10
+    app.reset_clients()  # the dispatcher's reset is the runtime's
+    assert app._client("dynamodb", dispatch) is not client
+    reset_clients()
+
+
+def test_the_batch_algorithm_is_chosen_from_the_settings_in_one_place() -> None:
+    from idempotent_messaging.runtime.errors import ConfigurationError
+    from idempotent_messaging.runtime.strategies import STRATEGIES, batch_class
+    from idempotent_messaging.runtime.strategies.transactional import TransactionalBatch
+
+    assert batch_class(Settings(state_table="s", dlq_url="q")) is TransactionalBatch
+    assert set(STRATEGIES) == {env.STRATEGY_TRANSACTIONAL}
+    unknown = Settings(state_table="s", dlq_url="q")
+    object.__setattr__(unknown, "strategy", "other")  # Settings refuses it; the map too
+    with pytest.raises(ConfigurationError, match="has no implementation"):
+        batch_class(unknown)

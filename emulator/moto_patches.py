@@ -1,0 +1,143 @@
+"""moto gaps the runtime's requests meet, filled in moto's own table model.
+
+Test and emulator tooling only (the tests, the embedded emulator, the demo and the benchmark
+install it); production code never bends around an emulator. Each gap has a test that fails
+on stock moto (tests/integration/test_runtime_moto_gaps.py): when moto closes it, that test
+says so and the patch goes.
+
+PartiQL ``UPDATE`` in ``BatchExecuteStatement`` (moto 5.2.5 with py-partiql-parser 0.6.3):
+
+1. the documented multi-attribute form, one ``SET`` clause per attribute
+   (``UPDATE "t" SET a = ? SET b = ? WHERE k = ?``, DynamoDB developer guide "PartiQL update
+   statements"), is refused by the parser with an empty error;
+2. an ``UPDATE`` whose ``WHERE`` matches no item succeeds silently, where DynamoDB answers
+   ``ConditionalCheckFailed`` ("If the WHERE clause of the UPDATE statement does not evaluate
+   to true for any item in the DynamoDB table, ConditionalCheckFailedException is returned");
+3. every statement serialises every table to JSON first: O(table size) per statement.
+
+The patch executes the narrow form the runtime sends, ``UPDATE "<table>" SET "<a>" = ?
+[SET "<b>" = ? ...] WHERE "<key>" = ? [AND "<attribute>" = ? ...]`` (every value a parameter),
+directly on moto's table: the item is found by its key, every ``WHERE`` equality must hold or
+the statement fails with ``ConditionalCheckFailed``, then the ``SET`` values are applied. Any
+other statement goes to moto unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType
+
+_UPDATE = re.compile(
+    r'^\s*UPDATE\s+"(?P<table>[^"]+)"\s+(?P<sets>(?:SET\s+"[^"]+"\s*=\s*\?\s*)+)'
+    r"WHERE\s+(?P<where>.+?)\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_SET = re.compile(r'SET\s+"([^"]+)"\s*=\s*\?', re.IGNORECASE)
+_EQUALS = re.compile(r'^"([^"]+)"\s*=\s*\?$')
+_AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
+
+_original_batch_execute = DynamoDBBackend.batch_execute_statement
+_lock = threading.Lock()
+_installed = False
+
+
+@dataclass(frozen=True)
+class _Update:
+    table: str
+    sets: list[str]
+    where: list[str]
+
+
+def _parse(statement: str) -> _Update | None:
+    match = _UPDATE.match(statement)
+    if match is None:
+        return None
+    where = []
+    for condition in _AND.split(match["where"]):
+        equals = _EQUALS.match(condition.strip())
+        if equals is None:
+            return None
+        where.append(equals[1])
+    return _Update(match["table"], _SET.findall(match["sets"]), where)
+
+
+def _failed(code: str, message: str) -> dict[str, Any]:
+    return {"Error": {"Code": code, "Message": message}}
+
+
+def _execute(backend: DynamoDBBackend, update: _Update, parameters: list[Any]) -> dict[str, Any]:
+    if len(parameters) != len(update.sets) + len(update.where):
+        return _failed("ValidationError", "Number of parameters in request and statement differ")
+    table = backend.tables.get(update.table)
+    if table is None:
+        return _failed("ResourceNotFound", "Requested resource not found")
+    values = dict(zip(update.sets, parameters[: len(update.sets)], strict=True))
+    expected = dict(zip(update.where, parameters[len(update.sets) :], strict=True))
+    key_names = [table.hash_key_attr, table.range_key_attr]
+    if any(name and name not in expected for name in key_names):
+        return _failed("ValidationError", "Where clause does not contain a mandatory equality")
+    if any(name in key_names for name in values):
+        return _failed("ValidationError", "Cannot update attribute: it is part of the key")
+    hash_key = DynamoType(expected[table.hash_key_attr])
+    range_key = DynamoType(expected[table.range_key_attr]) if table.range_key_attr else None
+    item = table.get_item(hash_key, range_key)
+    if item is None or any(
+        item.attrs.get(name) != DynamoType(value) for name, value in expected.items()
+    ):
+        return _failed("ConditionalCheckFailed", "The conditional request failed")
+    attributes = item.to_json()["Attributes"]
+    attributes.update(values)
+    table.put_item(attributes)
+    return {"TableName": update.table}
+
+
+def _batch_execute_statement(
+    self: DynamoDBBackend, statements: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    answers: list[dict[str, Any] | None] = [None] * len(statements)
+    others: list[int] = []
+    for index, statement in enumerate(statements):
+        update = _parse(statement["Statement"])
+        if update is None:
+            others.append(index)
+        else:
+            answers[index] = _execute(self, update, list(statement.get("Parameters") or []))
+    if others:
+        stock = _original_batch_execute(self, [statements[i] for i in others])
+        for index, answer in zip(others, stock, strict=True):
+            answers[index] = answer
+    return [answer or {} for answer in answers]
+
+
+def install() -> None:
+    """Patch moto's DynamoDB backend (process-wide, idempotent)."""
+    global _installed
+    with _lock:
+        DynamoDBBackend.batch_execute_statement = _batch_execute_statement  # type: ignore[method-assign]
+        _installed = True
+
+
+def uninstall() -> None:
+    global _installed
+    with _lock:
+        DynamoDBBackend.batch_execute_statement = _original_batch_execute  # type: ignore[method-assign]
+        _installed = False
+
+
+@contextmanager
+def stock_moto() -> Iterator[None]:
+    """moto as released, for the tests that document its gaps."""
+    was_installed = _installed
+    uninstall()
+    try:
+        yield
+    finally:
+        if was_installed:
+            install()

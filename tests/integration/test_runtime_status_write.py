@@ -1,0 +1,192 @@
+"""The ``sent`` marking: one PartiQL BatchExecuteStatement per <= 25 records, 1 write unit each,
+per-statement errors handled; and the moto gaps it meets (emulator/moto_patches.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from emulator import moto_patches
+from handlers.orders import ORDERS
+from idempotent_messaging.runtime import env
+from tests.integration.test_runtime_world import (
+    STATE_TABLE,
+    Aws,
+    FakeContext,
+    assert_exactly_once,
+    order_body,
+    record,
+    sqs_event,
+)
+
+pytestmark = pytest.mark.integration
+
+# The documented multi-attribute form: one SET clause per attribute (DynamoDB developer guide,
+# "PartiQL update statements for DynamoDB").
+MULTI_SET = f'UPDATE "{STATE_TABLE}" SET "status" = ? SET "sent_at" = ? WHERE "event_id" = ?'
+
+
+def _claim(aws: Aws, event_id: str) -> None:
+    aws.dynamodb.put_item(
+        TableName=STATE_TABLE,
+        Item={"event_id": {"S": event_id}, "status": {"S": env.STATUS_PENDING}},
+    )
+
+
+def _mark(aws: Aws, event_id: str) -> dict[str, Any]:
+    response = aws.dynamodb.batch_execute_statement(
+        Statements=[
+            {
+                "Statement": MULTI_SET,
+                "Parameters": [{"S": env.STATUS_SENT}, {"N": "7"}, {"S": event_id}],
+            }
+        ]
+    )
+    answer: dict[str, Any] = response["Responses"][0]
+    return answer
+
+
+def _status(aws: Aws, event_id: str) -> str | None:
+    item = aws.dynamodb.get_item(TableName=STATE_TABLE, Key={"event_id": {"S": event_id}})
+    return item.get("Item", {}).get("status", {}).get("S")
+
+
+# --- the moto gaps (each test fails once moto closes the gap: then drop the patch) ---------
+
+
+def test_stock_moto_refuses_the_documented_multi_attribute_update(aws: Aws) -> None:
+    _claim(aws, "e1")
+    # moto's PartiQL parser fails an assertion on the second SET clause.
+    with moto_patches.stock_moto(), pytest.raises((ClientError, AssertionError)):
+        _mark(aws, "e1")
+    assert _status(aws, "e1") == env.STATUS_PENDING
+
+
+def test_stock_moto_updates_a_missing_item_without_the_conditional_failure(aws: Aws) -> None:
+    """DynamoDB: "If the WHERE clause of the UPDATE statement does not evaluate to true for
+    any item in the DynamoDB table, ConditionalCheckFailedException is returned"."""
+    single = f'UPDATE "{STATE_TABLE}" SET "status" = ? WHERE "event_id" = ?'
+    with moto_patches.stock_moto():
+        response = aws.dynamodb.batch_execute_statement(
+            Statements=[{"Statement": single, "Parameters": [{"S": "sent"}, {"S": "gone"}]}]
+        )
+    assert "Error" not in response["Responses"][0]
+
+
+def test_patched_moto_runs_the_multi_attribute_update_as_dynamodb_does(aws: Aws) -> None:
+    _claim(aws, "e1")
+    assert "Error" not in _mark(aws, "e1")
+    item = aws.dynamodb.get_item(TableName=STATE_TABLE, Key={"event_id": {"S": "e1"}})["Item"]
+    assert item["status"] == {"S": env.STATUS_SENT} and item["sent_at"] == {"N": "7"}
+    # No item matches the WHERE clause: ConditionalCheckFailed, and nothing is created.
+    assert _mark(aws, "never-claimed")["Error"]["Code"] == "ConditionalCheckFailed"
+    assert _status(aws, "never-claimed") is None
+
+
+# --- the runtime's status write ----------------------------------------------------------
+
+
+def _run(aws: Aws, *records: dict[str, Any]) -> dict[str, Any]:
+    aws.reset_counts()
+    return ORDERS.process(sqs_event(*records), FakeContext(), aws.runtime())
+
+
+def _failures(response: dict[str, Any]) -> set[str]:
+    return {f["itemIdentifier"] for f in response["batchItemFailures"]}
+
+
+def test_the_sent_marking_is_one_non_transactional_statement_per_record_25_per_call(
+    aws: Aws,
+) -> None:
+    """BatchExecuteStatement takes at most 25 statements; a non-transactional write costs 1
+    write unit per KB where a transactional one costs 2 (DynamoDB developer guide, "Capacity
+    management for transactions")."""
+    sent: list[dict[str, Any]] = []
+    aws.dynamodb.meta.events.register(
+        "before-parameter-build.dynamodb.BatchExecuteStatement",
+        lambda params, **_: sent.append(params),
+    )
+    records = [record(order_body(f"e{i}")) for i in range(30)]
+    assert _run(aws, *records) == {"batchItemFailures": []}
+    assert [len(call["Statements"]) for call in sent] == [25, 5]
+    statements = [s for call in sent for s in call["Statements"]]
+    assert all(s["Statement"].startswith(f'UPDATE "{STATE_TABLE}" SET') for s in statements)
+    assert aws.calls.count("TransactWriteItems") == 1  # the claims + rows only
+    assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_SENT}
+    assert all("notification_id" in c and "sent_at" in c for c in aws.claims())
+    assert_exactly_once(aws, {f"e{i}": f"order-e{i}" for i in range(30)})
+
+
+def _answer_statements(aws: Aws, codes_per_call: list[dict[int, str]]) -> list[int]:
+    """Answer the runtime's BatchExecuteStatement calls: statement i of call n fails with
+    ``codes_per_call[n][i]`` (the rest run on moto). Returns the statement count per call."""
+    sizes: list[int] = []
+    real = aws.dynamodb.batch_execute_statement
+
+    def partial(**kwargs: Any) -> Any:
+        call = len(sizes)
+        sizes.append(len(kwargs["Statements"]))
+        codes = codes_per_call[call] if call < len(codes_per_call) else {}
+        keep = [s for i, s in enumerate(kwargs["Statements"]) if i not in codes]
+        answers = iter(real(Statements=keep)["Responses"] if keep else [])
+        responses = [
+            {"Error": {"Code": codes[i], "Message": "injected"}} if i in codes else next(answers)
+            for i in range(len(kwargs["Statements"]))
+        ]
+        return {"Responses": responses}
+
+    aws.dynamodb.batch_execute_statement = partial
+    return sizes
+
+
+def test_a_throttled_statement_is_retried_alone_and_its_neighbours_finish(aws: Aws) -> None:
+    """Per-statement errors are not retried by botocore (it retries calls): the runtime
+    retries the throttled statement and only it."""
+    sizes = _answer_statements(aws, [{1: "ThrottlingError"}])
+    records = [record(order_body(f"e{i}")) for i in range(3)]
+    assert _run(aws, *records) == {"batchItemFailures": []}
+    assert sizes == [3, 1]
+    assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_SENT}
+
+
+def test_a_statement_that_keeps_failing_fails_its_record_alone_for_redelivery(aws: Aws) -> None:
+    """A partial failure leaves that claim ``pending`` (the notification went out): the
+    redelivery republishes and marks it; the other records are done."""
+    sizes = _answer_statements(
+        aws,
+        [{0: "ConditionalCheckFailed", 2: "ThrottlingError"}]
+        + [{0: "ThrottlingError"}] * 2,  # e2 alone, attempts 2 and 3
+    )
+    records = [record(order_body(f"e{i}")) for i in range(3)]
+    response = _run(aws, *records)
+    assert _failures(response) == {records[0]["messageId"], records[2]["messageId"]}
+    assert sizes == [3, 1, 1]  # the throttled one: 3 attempts; the vanished claim: none more
+    statuses = {c["event_id"]["S"]: c["status"]["S"] for c in aws.claims()}
+    assert statuses == {"e0": "pending", "e1": "sent", "e2": "pending"}
+    del aws.dynamodb.batch_execute_statement  # the redelivery meets an answering DynamoDB
+    assert _run(aws, records[0], records[2]) == {"batchItemFailures": []}
+    notes = assert_exactly_once(aws, {f"e{i}": f"order-e{i}" for i in range(3)})
+    assert len(notes) == 5  # e0 and e2 republished: at-least-once
+
+
+def test_a_refused_status_call_fails_every_record_of_it_and_redelivery_completes(
+    aws: Aws,
+) -> None:
+    calls = {"n": 0}
+
+    def refuse_once(**_: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "down"}},
+                "BatchExecuteStatement",
+            )
+
+    aws.dynamodb.meta.events.register("before-call.dynamodb.BatchExecuteStatement", refuse_once)
+    records = [record(order_body(f"e{i}")) for i in range(2)]
+    assert _failures(_run(aws, *records)) == {r["messageId"] for r in records}
+    assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_PENDING}
+    assert _run(aws, *records) == {"batchItemFailures": []}
+    assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_SENT}

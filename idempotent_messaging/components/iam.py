@@ -12,6 +12,8 @@ from typing import Any
 
 import pulumi
 
+from idempotent_messaging.runtime import env
+
 Statement = dict[str, Any]
 
 # Exactly what the runtime calls on each resource (no wildcards).
@@ -22,24 +24,10 @@ SQS_CONSUME_ACTIONS = (
     "sqs:GetQueueAttributes",
 )
 SQS_SEND_ACTIONS = ("sqs:SendMessage",)  # also authorises SendMessageBatch
-# Item and transaction actions: TransactWriteItems is authorised per item action, so these
-# cover the claim + business-row transaction, the status update, the redelivery reads
-# (GetItem, and one consistent BatchGetItem of a batch's claims) and Powertools' persistence
-# layer (Put/Get/Update/DeleteItem).
-DYNAMODB_STATE_ACTIONS = (
-    "dynamodb:BatchGetItem",
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:ConditionCheckItem",
-)
-DYNAMODB_BUSINESS_ACTIONS = (
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:ConditionCheckItem",
-)
+# Exactly what the runtime calls on each table, declared beside the runtime that calls it
+# (TransactWriteItems and BatchExecuteStatement are authorised per item/statement action).
+DYNAMODB_STATE_ACTIONS = env.STATE_TABLE_ACTIONS
+DYNAMODB_BUSINESS_ACTIONS = env.BUSINESS_TABLE_ACTIONS
 SNS_PUBLISH_ACTIONS = ("sns:Publish",)  # also authorises PublishBatch
 LOGS_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 XRAY_WRITE_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")

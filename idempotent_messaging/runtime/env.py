@@ -74,3 +74,22 @@ ITEM_CLAIM_ATTRIBUTES = (
     ITEM_CLAIM_NOTIFICATION_ID,
     ITEM_CLAIM_OWED,
 )
+
+# --- What the runtime calls on each table (the component's IAM policy grants exactly these) ---
+# State table: claims are Puts inside TransactWriteItems (authorised per item action), the
+# redelivery read is one consistent BatchGetItem, owed notifications are an UpdateItem, and the
+# `sent` marking is a PartiQL UPDATE (BatchExecuteStatement is authorised per statement).
+STATE_TABLE_ACTIONS = (
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PartiQLUpdate",
+)
+# Business table: a consumer's writes are the transaction items its contract allows
+# (Put, Update, ConditionCheck, Delete).
+BUSINESS_TABLE_ACTIONS = (
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+)

@@ -25,13 +25,8 @@ TransactItem = dict[str, Any]
 TRANSACT_MAX_ITEMS = 100  # DynamoDB TransactWriteItems limit
 BATCH_GET_MAX_KEYS = 100  # BatchGetItem limit
 PARTIQL_BATCH_MAX_STATEMENTS = 25  # BatchExecuteStatement limit
-STATE_TABLE_ACTIONS = (
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:PartiQLUpdate",
-)
-"""What the runtime does on the state table (for the deploying component's IAM policy)."""
+STATE_TABLE_ACTIONS = env.STATE_TABLE_ACTIONS
+"""What the runtime does on the state table (the deploying component grants exactly these)."""
 ALLOWED_ITEM_KINDS = frozenset({"Put", "Update", "ConditionCheck", "Delete"})
 
 

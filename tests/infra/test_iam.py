@@ -75,9 +75,7 @@ def test_each_resource_gets_exactly_the_runtime_actions(run_consumer: ConsumerRu
         "ClaimEvents": (
             [
                 "dynamodb:BatchGetItem",
-                "dynamodb:ConditionCheckItem",
-                "dynamodb:DeleteItem",
-                "dynamodb:GetItem",
+                "dynamodb:PartiQLUpdate",
                 "dynamodb:PutItem",
                 "dynamodb:UpdateItem",
             ],

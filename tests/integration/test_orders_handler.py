@@ -14,6 +14,7 @@ from handlers import orders
 from idempotent_messaging.runtime import env, logger
 from idempotent_messaging.runtime.clients import reset_clients
 from tests.integration.test_runtime_world import (
+    BUSINESS_TABLE,
     STATE_TABLE,
     Aws,
     FakeContext,
@@ -137,3 +138,68 @@ def test_handler_accepts_a_missing_context_from_local_drivers(
     assert "function_name" not in lines[0]
     assert lines[1]["function_name"] == "orders-consumer"
     assert_exactly_once(lambda_env, {"nc-1": "order-nc-1", "nc-2": "order-nc-2"})
+
+
+# Each DynamoDB request the runtime makes, as the IAM actions AWS authorises it by: a
+# transaction per item action, a PartiQL batch per statement verb (DynamoDB Developer Guide,
+# "Using IAM with transactions" and "IAM policies with PartiQL for DynamoDB").
+_TRANSACT_ITEM_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+_PARTIQL_ACTIONS = {
+    "UPDATE": "dynamodb:PartiQLUpdate",
+    "INSERT": "dynamodb:PartiQLInsert",
+    "DELETE": "dynamodb:PartiQLDelete",
+    "SELECT": "dynamodb:PartiQLSelect",
+}
+
+
+def _iam_actions(operation: str, params: dict[str, Any]) -> set[tuple[str, str]]:
+    if operation == "TransactWriteItems":
+        return {
+            (_TRANSACT_ITEM_ACTIONS[kind], body["TableName"])
+            for item in params["TransactItems"]
+            for kind, body in item.items()
+        }
+    if operation == "BatchExecuteStatement":
+        actions = set()
+        for statement in params["Statements"]:
+            verb, rest = statement["Statement"].split(None, 1)
+            table = rest.split()[1] if verb.upper() in ("DELETE", "SELECT") else rest.split()[0]
+            actions.add((_PARTIQL_ACTIONS[verb.upper()], table.strip('"')))
+        return actions
+    if operation == "BatchGetItem":
+        return {("dynamodb:BatchGetItem", table) for table in params["RequestItems"]}
+    return {(f"dynamodb:{operation}", params["TableName"])}
+
+
+def test_every_dynamodb_action_the_runtime_uses_is_one_the_component_grants(
+    lambda_env: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.client import BaseClient
+
+    from idempotent_messaging.components import iam
+
+    used: set[tuple[str, str]] = set()
+    original = BaseClient._make_api_call
+
+    def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        if client.meta.service_model.service_name == "dynamodb":
+            used.update(_iam_actions(operation, params))
+        return original(client, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
+    fresh = [record(order_body(f"iam-{n}")) for n in range(3)]
+    assert orders.handler(sqs_event(*fresh), FakeContext()) == {"batchItemFailures": []}
+    assert orders.handler(sqs_event(*fresh), FakeContext()) == {"batchItemFailures": []}
+
+    granted = {(a, STATE_TABLE) for a in iam.DYNAMODB_STATE_ACTIONS} | {
+        (a, BUSINESS_TABLE) for a in iam.DYNAMODB_BUSINESS_ACTIONS
+    }
+    # The claims, the business rows and the sent marking (duplicates read their status from
+    # the cancelled transaction's ALL_OLD items).
+    assert {("dynamodb:PutItem", BUSINESS_TABLE), ("dynamodb:PartiQLUpdate", STATE_TABLE)} <= used
+    assert used <= granted, f"the function would be refused: {sorted(used - granted)}"

@@ -2,7 +2,8 @@
 
 A strategy is a ``idempotent_messaging.runtime.batch.BatchRun`` subclass that supplies the
 DynamoDB stages (commit of claims + business writes, status read of duplicates, ``sent``
-marking). Strategies never import each other (import-linter contract "Runtime strategies never import each other").
+marking). Strategies never import each other (import-linter contract "Runtime strategies never
+import each other").
 """
 
 from __future__ import annotations

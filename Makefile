@@ -51,7 +51,7 @@ bench: install ## Benchmarks against the embedded emulator; writes bench/results
 
 run-month: install ## Invoke the monthly dispatcher: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]
 	@test -n "$(MONTH)" || { echo "usage: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]"; exit 2; }
-	$(BIN)/python -m ops run-month --month $(MONTH) --stack $(or $(STACK),dev) --target $(or $(TARGET),aws)
+	$(BIN)/python -m idempotent_messaging.ops run-month --month $(MONTH) --stack $(or $(STACK),dev) --target $(or $(TARGET),aws)
 
 dist: install ## Build the wheel and the sdist of idempotent-messaging into dist/
 	rm -rf dist

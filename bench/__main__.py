@@ -419,7 +419,7 @@ def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
             for s in p["sizes"].values()
         ]
         parts.append(
-            "3. offline policy check (python -m policy.check, fresh process)\n"
+            "3. offline policy check (python -m idempotent_messaging.policy.check, fresh process)\n"
             + report.table(("consumers", "resources", "seconds", "mandatory violations"), rows)
             + f"\n   ratio {p['ratio']} (without the 1-consumer start-up cost: "
             f"{p['ratio_without_startup']})"

@@ -10,8 +10,9 @@ would only multiply the resource count by a constant. Every consumer is complian
 check must also report no mandatory violation (which proves the resources were linked, not
 skipped).
 
-The check runs as users run it, ``python -m policy.check --project DIR --stack bench --format
-json`` in a fresh process; the interpreter's start-up and imports are part of the time, so
+The check runs as users run it,
+``python -m idempotent_messaging.policy.check --project DIR --stack bench --format json`` in a
+fresh process; the interpreter's start-up and imports are part of the time, so
 the report also gives the time of a 1-consumer stack as the fixed cost.
 """
 

@@ -556,12 +556,12 @@ def keep_running(demo: Demo, stack: str) -> None:
             out(f"  aws --endpoint-url {ep} dynamodb scan --table-name {table}")
     out(f"  aws --endpoint-url {ep} cloudwatch describe-alarms --query 'MetricAlarms[].AlarmName'")
     out(f"  cd {PROJECT_DIR}")
-    out(f"  {python} -m ops consumers --emulator --stack {stack}")
+    out(f"  {python} -m idempotent_messaging.ops consumers --emulator --stack {stack}")
     for name in demo.reports:
-        out(f"  {python} -m ops peek {name} --emulator --stack {stack}")
+        out(f"  {python} -m idempotent_messaging.ops peek {name} --emulator --stack {stack}")
     if session.registry.schedules:
         out(
-            f"  {python} -m ops run-month --month 2026-07 --stack {stack} "
+            f"  {python} -m idempotent_messaging.ops run-month --month 2026-07 --stack {stack} "
             "--target emulator --seed 5"
         )
     out("Ctrl-C stops it.")

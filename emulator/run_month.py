@@ -2,8 +2,9 @@
 
     python -m emulator.run_month --month 2026-06 [--stack dev] [--seed 12] [--project DIR]
 
-`python -m ops run-month --target emulator` runs this entry as a child process: the ops CLI
-works against real AWS and never imports the emulator (moto, the Pulumi engine under mocks).
+`python -m idempotent_messaging.ops run-month --target emulator` runs this entry as a child
+process: the ops CLI works against real AWS and never imports the emulator (moto, the Pulumi
+engine under mocks).
 Lambda's Invoke needs Docker in moto, so the dispatcher runs here, in-process, against the
 kept emulator of the stack (`make demo KEEP=1`) or a fresh one deployed for this run.
 """

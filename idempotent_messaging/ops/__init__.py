@@ -1,1 +1,2 @@
-"""Operations CLI for the stack's consumers: `python -m ops --help` (docs/operations.md)."""
+"""Operations CLI for the stack's consumers: `python -m idempotent_messaging.ops --help`
+(docs/operations.md)."""

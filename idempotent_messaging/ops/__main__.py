@@ -1,4 +1,4 @@
-"""Entry point: `python -m ops ...`."""
+"""Entry point: `python -m idempotent_messaging.ops ...`."""
 
 from __future__ import annotations
 

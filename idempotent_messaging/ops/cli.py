@@ -1,4 +1,4 @@
-"""`python -m ops`: consumers, DLQ peek / redrive / purge, and run-month.
+"""`python -m idempotent_messaging.ops`: consumers, DLQ peek / redrive / purge, and run-month.
 
 Against real AWS (default credentials chain) or any emulator (`--endpoint-url`). Consumers and
 their queues come from stack outputs: `--stack S` (runs `pulumi stack output --json`),
@@ -46,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--region", help="AWS region (default: from the environment/profile)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
-    parser = argparse.ArgumentParser(prog="python -m ops", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m idempotent_messaging.ops", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("consumers", parents=[common], help="list the consumers and their queue depths")
 

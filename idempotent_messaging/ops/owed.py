@@ -4,8 +4,9 @@ A claim stays ``pending`` when its business write committed but the notification
 published (SNS refused it for good -> the DLQ holds an ``notification_owed`` copy; or the
 message ran out of receives while SNS was down). When SNS refused it for good, the runtime
 stores the notification on the claim (``owed_notification``), so it can be re-published here
-without the message; otherwise the DLQ copy is the way back (``python -m ops redrive``: the
-redelivery meets the pending claim and publishes only).
+without the message; otherwise the DLQ copy is the way back
+(``python -m idempotent_messaging.ops redrive``: the redelivery meets the pending claim and
+publishes only).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def republish(
     if claim.notification is None:
         raise ValueError(
             f"claim {claim.event_id!r} holds no notification: redrive its DLQ message instead "
-            "(python -m ops redrive); the redelivery publishes it"
+            "(python -m idempotent_messaging.ops redrive); the redelivery publishes it"
         )
     request: dict[str, Any] = {"TopicArn": topic_arn, "Message": claim.notification["message"]}
     if claim.notification.get("subject"):

@@ -366,8 +366,9 @@ class BatchRun:
     def _owe(self, rec: RecordState, error: str) -> None:
         """SNS refused the notification in a way redelivery cannot cure. The business write IS
         committed, so this is not a property of the message: quarantine it as an owed
-        notification (the claim stays ``pending``; a redrive or ``python -m ops owed
-        republish`` publishes it once the cause is fixed)."""
+        notification (the claim stays ``pending``; a redrive or
+        ``python -m idempotent_messaging.ops owed --republish`` publishes it once the cause is
+        fixed)."""
         rec.poison(
             PoisonKind.NOTIFICATION_OWED,
             f"business write WAS applied; SNS refused the notification ({error}); "

@@ -36,7 +36,8 @@ class PoisonKind(enum.StrEnum):
     OVERSIZE = "oversize"
     NOTIFICATION_OWED = "notification_owed"
     """The business write WAS applied; SNS refused the notification for good. The claim stays
-    ``pending``: a redrive after the fix (or ``python -m ops owed``) publishes it."""
+    ``pending``: a redrive after the fix (or ``python -m idempotent_messaging.ops owed``)
+    publishes it."""
 
 
 class ConfigurationError(Exception):

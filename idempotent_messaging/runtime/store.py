@@ -204,7 +204,8 @@ class StateStore:
     def record_owed(
         self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
     ) -> None:
-        """Keep an owed notification on its ``pending`` claim, for ``python -m ops owed``.
+        """Keep an owed notification on its ``pending`` claim, for
+        ``python -m idempotent_messaging.ops owed``.
 
         Only on the rare path where SNS refused it for good (one extra UpdateItem); the claim
         must still exist and be pending (a ``sent`` claim owes nothing).

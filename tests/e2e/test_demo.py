@@ -164,7 +164,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         "redriven from the DLQ       4",
         "invariants (the exit code is 1 if any fails):",
         "alarms: 3 of 12 would be in ALARM",
-        f"{sys.executable} -m ops consumers --emulator --stack dev",
+        f"{sys.executable} -m idempotent_messaging.ops consumers --emulator --stack dev",
         "[PASS] one business row per event",
         "[PASS] >= 1 notification per event",
         "[PASS] nothing lost",

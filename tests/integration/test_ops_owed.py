@@ -1,6 +1,6 @@
-"""``python -m ops owed``: claims left pending are listed, stored owed notifications are
-re-published and their claims marked sent; without a stored notification the way back is the
-DLQ redrive, and nothing is marked sent that was not published."""
+"""``python -m idempotent_messaging.ops owed``: claims left pending are listed, stored owed
+notifications are re-published and their claims marked sent; without a stored notification the
+way back is the DLQ redrive, and nothing is marked sent that was not published."""
 
 from __future__ import annotations
 

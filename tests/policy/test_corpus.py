@@ -14,7 +14,8 @@ exactly, in each mode, and the exit code must be 1 exactly when a mandatory pair
 An optional `REGION = "..."` literal sets the stack's `aws:region` (default eu-west-1).
 
 Most programs run in-process through `policy.check.main` (the CLI's own entry point); a few run
-through the real `python -m policy.check` subprocess, which must give the same report.
+through the real `python -m idempotent_messaging.policy.check` subprocess, which must give the
+same report.
 `render_report` turns the results into the precision/recall section of docs/policy.md; the
 docs test fails when that section is stale (`UPDATE_POLICY_DOCS=1` rewrites it).
 """

@@ -108,9 +108,9 @@ def _create_table(ddb: Any, name: str, key: str) -> None:
 @dataclass(frozen=True)
 class Prepared:
     handler: Handler
-    state_table: str
-    state_key: str
-    done_status: str  # the state row's status once the event is fully handled
+    claim_table: str  # where the implementation keeps its claims (one per event)
+    claim_key: str
+    done_status: str  # the claim's status once the event is fully handled
     status_attribute: str
     dlq_url: str | None = None
 
@@ -156,8 +156,14 @@ def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
     )
     import handlers.orders
 
+    # The orders consumer declares SingleItemEffect: its claim lives in the order row.
     return Prepared(
-        handlers.orders.handler, state_table, env.EVENT_ID_KEY, env.STATUS_SENT, "status", dlq_url
+        handlers.orders.handler,
+        ORDER_TABLE,
+        "order_id",
+        env.STATUS_SENT,
+        env.ITEM_CLAIM_STATUS,
+        dlq_url,
     )
 
 
@@ -198,11 +204,12 @@ def verify(
     rows = _scan(ddb, ORDER_TABLE)
     if len(rows) != len(events):
         problems.append(f"{len(rows)} business rows for {len(events)} distinct events")
-    states = _scan(ddb, prepared.state_table)
-    not_done = [s for s in states if s[prepared.status_attribute]["S"] != prepared.done_status]
-    if len(states) != len(events) or not_done:
+    claims = [c for c in _scan(ddb, prepared.claim_table) if prepared.status_attribute in c]
+    not_done = [c for c in claims if c[prepared.status_attribute]["S"] != prepared.done_status]
+    if len(claims) != len(events) or not_done:
         problems.append(
-            f"{len(states)} state rows for {len(events)} events, {len(not_done)} not "
+            f"{len(claims)} claims in {prepared.claim_table} for {len(events)} events, "
+            f"{len(not_done)} not "
             f"{prepared.done_status!r}"
         )
     notified = {e for e in events if any(e in text for text in notifications)}

@@ -6,13 +6,11 @@ Body (written by idempotent_messaging.dispatch, see idempotent_messaging/dispatc
      "tenant_id": "...", "employee_id": "...", "month": "YYYY-MM",
      "amount": <int minor units>, "currency": "JPY"}
 
-Effect, in ONE transaction (the runtime library's):
-* the claim, tenant layout: pk = tenant id, sk = ``charge#<idempotency key>``,
-  ttl = now + 90 days (STATE_KEY_LAYOUT=tenant, CLAIM_TTL_SECONDS);
-* one ledger row per (tenant, employee, month): ``tenant_id`` + ``ledger_key`` =
-  ``<employee>#<YYYY-MM>``, guarded by attribute_not_exists. Should a claim ever have expired
-  (a re-run after 90 days), the ledger guard still refuses a second row: the message is
-  quarantined as a semantic failure, never charged twice;
+Effect, in ONE conditional Put (the runtime library's, ``SingleItemEffect``): one ledger row
+per (tenant, employee, month), ``tenant_id`` + ``ledger_key`` = ``<employee>#<YYYY-MM>``,
+guarded by attribute_not_exists, holding the charge's claim (``claim_event_id`` = the
+idempotency key, ``claim_status``, ...). The claim lives as long as the row (no TTL): a re-run
+of the same month, however late, meets the row and is a duplicate, never a second charge;
 then (outside it) one notification per charge, at least once. FIFO order per message group
 (``<tenant>#<YYYY-MM>``) is kept by the runtime.
 """
@@ -39,6 +37,7 @@ from idempotent_messaging.runtime import (
     EventIdFromBody,
     Notification,
     SchemaError,
+    SingleItemEffect,
     WriteContext,
     logger,
     metrics,
@@ -134,6 +133,7 @@ CHARGES = Consumer(
     namespace=NAMESPACE,
     tenant=_tenant,
     requires_business_table=True,
+    effect=SingleItemEffect(key=(LEDGER_HASH_KEY, LEDGER_RANGE_KEY)),
 )
 
 

@@ -9,6 +9,8 @@ Body: ``{"event_id": "<producer id>", "order": {"order_id": "<id>", ...}}``.
 * A DIFFERENT event id for an order that already has a row is a semantic failure: the message
   is quarantined with the reason (an order is recorded once; corrections are a new consumer's
   job), and the new event's claim is not written.
+* The effect is that one row (``SingleItemEffect``): the event's claim lives in it
+  (``claim_event_id``, ``claim_status``, ...), as long as the row; no state-table item.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from idempotent_messaging.runtime import (
     Consumer,
     Notification,
     SchemaError,
+    SingleItemEffect,
     WriteContext,
     lambda_handler,
 )
@@ -79,6 +82,7 @@ ORDERS = Consumer(
     notification=order_notification,
     namespace="order",
     requires_business_table=True,
+    effect=SingleItemEffect(key=("order_id",)),
 )
 
 # Handler string: handlers.orders.handler (Powertools Logger + Metrics around ORDERS.handle).

@@ -96,7 +96,12 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="list (and re-publish) notifications owed by claims left pending",
     )
-    owed.add_argument("--table", required=True, help="the consumer's state (claim) table")
+    owed.add_argument(
+        "--table",
+        required=True,
+        help="the table holding the claims: the consumer's state table, or its business table "
+        "when it keeps the claim in the business item (SingleItemEffect)",
+    )
     owed.add_argument("--topic-arn", help="SNS topic to re-publish to (needed with --republish)")
     owed.add_argument(
         "--older-than",

@@ -7,6 +7,10 @@ stores the notification on the claim (``owed_notification``), so it can be re-pu
 without the message; otherwise the DLQ copy is the way back
 (``python -m idempotent_messaging.ops redrive``: the redelivery meets the pending claim and
 publishes only).
+
+Claims live in the state table, or, for a consumer declaring ``SingleItemEffect``, in its
+business items (``claim_status``, ``claim_owed_notification``, ...): ``owed_claims`` recognises
+both in whichever table it is given.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ class OwedClaim:
     notification: dict[str, Any] | None
     """``{"message", "subject"?, "attributes"?}`` when the runtime stored it, else None."""
     error: str | None
+    in_business_item: bool = False
+    """The claim's attributes are the runtime's ``claim_*`` ones in a business item."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +42,7 @@ class OwedClaim:
             "received_at": self.received_at,
             "notification_stored": self.notification is not None,
             "error": self.error,
+            "claim_in_business_item": self.in_business_item,
         }
 
 
@@ -48,8 +55,8 @@ def _key_of(item: dict[str, Any]) -> dict[str, Any]:
     return {runtime_env.EVENT_ID_KEY: item[runtime_env.EVENT_ID_KEY]}
 
 
-def _stored(item: dict[str, Any]) -> dict[str, Any] | None:
-    raw = item.get("owed_notification", {}).get("M")
+def _stored(item: dict[str, Any], attribute: str) -> dict[str, Any] | None:
+    raw = item.get(attribute, {}).get("M")
     if not raw or "S" not in raw.get("message", {}):
         return None
     stored: dict[str, Any] = {"message": raw["message"]["S"]}
@@ -61,27 +68,58 @@ def _stored(item: dict[str, Any]) -> dict[str, Any] | None:
     return stored
 
 
+def _table_key_names(dynamodb: Any, table: str) -> list[str]:
+    schema = dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+    return [part["AttributeName"] for part in schema]
+
+
+def _item_claim(item: dict[str, Any], key_names: list[str]) -> OwedClaim:
+    received = item.get(runtime_env.ITEM_CLAIM_RECEIVED_AT, {}).get("N")
+    owed = item.get(runtime_env.ITEM_CLAIM_OWED, {}).get("M", {})
+    return OwedClaim(
+        key={name: item[name] for name in key_names},
+        event_id=item.get(runtime_env.ITEM_CLAIM_EVENT_ID, {}).get("S", "?"),
+        received_at=int(received) if received is not None else None,
+        notification=_stored(item, runtime_env.ITEM_CLAIM_OWED),
+        error=owed.get("error", {}).get("S"),
+        in_business_item=True,
+    )
+
+
 def owed_claims(dynamodb: Any, table: str, *, older_than_s: int, now: int) -> Iterator[OwedClaim]:
-    """Every ``pending`` claim received more than ``older_than_s`` seconds before ``now``."""
+    """Every ``pending`` claim received more than ``older_than_s`` seconds before ``now``,
+    whether ``table`` is a state table or a business table holding claims in its items."""
     kwargs: dict[str, Any] = {
         "TableName": table,
         "ConsistentRead": True,
-        "FilterExpression": "#s = :pending AND received_at < :cutoff",
-        "ExpressionAttributeNames": {"#s": "status"},
+        "FilterExpression": "(#s = :pending AND received_at < :cutoff) OR "
+        "(#cs = :pending AND #cr < :cutoff)",
+        "ExpressionAttributeNames": {
+            "#s": "status",
+            "#cs": runtime_env.ITEM_CLAIM_STATUS,
+            "#cr": runtime_env.ITEM_CLAIM_RECEIVED_AT,
+        },
         "ExpressionAttributeValues": {
             ":pending": {"S": runtime_env.STATUS_PENDING},
             ":cutoff": {"N": str(now - older_than_s)},
         },
     }
+    key_names: list[str] | None = None
     while True:
         page = dynamodb.scan(**kwargs)
         for item in page.get("Items", []):
+            if runtime_env.ITEM_CLAIM_STATUS in item:
+                # A business item's key is the table's, whatever the consumer named it.
+                if key_names is None:
+                    key_names = _table_key_names(dynamodb, table)
+                yield _item_claim(item, key_names)
+                continue
             received = item.get("received_at", {}).get("N")
             yield OwedClaim(
                 key=_key_of(item),
                 event_id=item.get(runtime_env.EVENT_ID_KEY, {}).get("S", "?"),
                 received_at=int(received) if received is not None else None,
-                notification=_stored(item),
+                notification=_stored(item, "owed_notification"),
                 error=item.get("owed_error", {}).get("S"),
             )
         if "LastEvaluatedKey" not in page:
@@ -118,18 +156,42 @@ def republish(
     message_id = str(sns.publish(**request)["MessageId"])
     # A redrive may have published and marked it meanwhile: then nothing is left to do.
     with contextlib.suppress(dynamodb.exceptions.ConditionalCheckFailedException):
-        dynamodb.update_item(
-            TableName=table,
-            Key=claim.key,
-            UpdateExpression="SET #s = :sent, sent_at = :now, notification_id = :nid "
-            "REMOVE owed_notification, owed_since, owed_error",
-            ConditionExpression="#s = :pending",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={
-                ":sent": {"S": runtime_env.STATUS_SENT},
-                ":pending": {"S": runtime_env.STATUS_PENDING},
-                ":now": {"N": str(now)},
-                ":nid": {"S": message_id},
-            },
-        )
+        if claim.in_business_item:
+            # Only this event's claim: the item may never be re-claimed, but the condition
+            # keeps the marking from touching anything but the claim it listed.
+            dynamodb.update_item(
+                TableName=table,
+                Key=claim.key,
+                UpdateExpression="SET #cs = :sent, #at = :now, #nid = :nid REMOVE #owed",
+                ConditionExpression="#cs = :pending AND #ce = :event",
+                ExpressionAttributeNames={
+                    "#cs": runtime_env.ITEM_CLAIM_STATUS,
+                    "#ce": runtime_env.ITEM_CLAIM_EVENT_ID,
+                    "#at": runtime_env.ITEM_CLAIM_SENT_AT,
+                    "#nid": runtime_env.ITEM_CLAIM_NOTIFICATION_ID,
+                    "#owed": runtime_env.ITEM_CLAIM_OWED,
+                },
+                ExpressionAttributeValues={
+                    ":sent": {"S": runtime_env.STATUS_SENT},
+                    ":pending": {"S": runtime_env.STATUS_PENDING},
+                    ":event": {"S": claim.event_id},
+                    ":now": {"N": str(now)},
+                    ":nid": {"S": message_id},
+                },
+            )
+        else:
+            dynamodb.update_item(
+                TableName=table,
+                Key=claim.key,
+                UpdateExpression="SET #s = :sent, sent_at = :now, notification_id = :nid "
+                "REMOVE owed_notification, owed_since, owed_error",
+                ConditionExpression="#s = :pending",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":sent": {"S": runtime_env.STATUS_SENT},
+                    ":pending": {"S": runtime_env.STATUS_PENDING},
+                    ":now": {"N": str(now)},
+                    ":nid": {"S": message_id},
+                },
+            )
     return message_id

@@ -86,10 +86,15 @@ STATE_TABLE_ACTIONS = (
     "dynamodb:PartiQLUpdate",
 )
 # Business table: a consumer's writes are the transaction items its contract allows
-# (Put, Update, ConditionCheck, Delete).
+# (Put, Update, ConditionCheck, Delete). A consumer declaring SingleItemEffect keeps its claim
+# in the business item, so the business table also gets the claim's reads and markings: the
+# redelivery read (one consistent BatchGetItem) and the `sent` marking (a PartiQL UPDATE in
+# BatchExecuteStatement, authorised per statement); owed notifications are an UpdateItem.
 BUSINESS_TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PartiQLUpdate",
 )

@@ -86,6 +86,27 @@ def test_each_resource_gets_exactly_the_runtime_actions(run_consumer: ConsumerRu
     }
 
 
+def test_the_business_table_gets_the_writes_and_the_claim_it_may_hold(
+    run_consumer: ConsumerRunner,
+) -> None:
+    """A consumer declaring SingleItemEffect keeps its claim in the business item: besides the
+    transaction's item actions (TransactWriteItems is authorised per item action), the runtime
+    reads it with BatchGetItem and marks it `sent` with a PartiQL UPDATE (BatchExecuteStatement
+    is authorised per statement verb: dynamodb:PartiQLUpdate)."""
+    run = run_consumer(business_table=BusinessTableArgs(name="order_records", hash_key="order_id"))
+    business = run.one("aws:dynamodb/table:Table", "orders-order_records").outputs["arn"]
+    statement = {s["Sid"]: s for s in allow_statements(run)}["WriteBusinessRows"]
+    assert statement["Resource"] == [business]
+    assert statement["Action"] == [
+        "dynamodb:BatchGetItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:PartiQLUpdate",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    ]
+
+
 def test_role_trusts_only_lambda(run_consumer: ConsumerRunner) -> None:
     role = run_consumer().one("aws:iam/role:Role")
     assert role.json("assumeRolePolicy")["Statement"] == [

@@ -9,7 +9,6 @@ notification, and nothing is lost.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from typing import Any
 
@@ -34,7 +33,6 @@ pytestmark = pytest.mark.integration
 
 # 03:00 on June 1st in Tokyo = 18:00 UTC on May 31st.
 SCHEDULED = {"trigger": "schedule", "scheduled_time": "2026-05-31T18:00:00Z"}
-NINETY_DAYS = 90 * 24 * 3600
 
 
 class CrashOnce:
@@ -111,41 +109,41 @@ def test_repeated_triggers_duplicates_and_a_crash_leave_one_ledger_row_per_charg
     assert record["status"]["S"] == "finished" and record["generation"]["N"] == "2"
 
 
-def test_claims_use_the_tenant_layout_with_a_ninety_day_ttl(world: World) -> None:
+def test_the_charge_claim_lives_in_its_ledger_row_for_as_long_as_the_row(world: World) -> None:
+    """The charges consumer declares SingleItemEffect over the ledger key: the claim is the
+    row's ``claim_*`` attributes, with no TTL (it lives as long as the row), and the state
+    table is not written."""
     world.seed([account("acme", "alice", amount=250_000)])
     world.dispatch(SCHEDULED)
-    before = int(time.time())
     world.drain_work(charges.handler)
-    claims = world.scan(STATE)
-    assert len(claims) == 1
-    claim = claims[0]
-    assert claim[renv.TENANT_PARTITION_KEY]["S"] == "acme"
-    assert claim[renv.TENANT_SORT_KEY]["S"] == "charge#acme:alice:2026-06"
-    assert claim["status"]["S"] == renv.STATUS_SENT
-    assert before + NINETY_DAYS - 5 <= int(claim["ttl"]["N"]) <= int(time.time()) + NINETY_DAYS
+    rows = world.scan(LEDGER)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row[denv.LEDGER_HASH_KEY]["S"] == "acme"
+    assert row[denv.LEDGER_RANGE_KEY]["S"] == "alice#2026-06"
+    assert row[renv.ITEM_CLAIM_EVENT_ID]["S"] == "acme:alice:2026-06"
+    assert row[renv.ITEM_CLAIM_STATUS]["S"] == renv.STATUS_SENT
+    assert renv.DEFAULT_TTL_ATTRIBUTE not in row
+    assert world.scan(STATE) == []
 
 
-def test_a_charge_whose_claim_expired_is_quarantined_by_the_ledger_guard_not_charged_twice(
-    world: World,
-) -> None:
+def test_a_month_rerun_long_after_is_a_duplicate_not_a_second_charge(world: World) -> None:
+    """However late the re-run, the row and its claim are still there: the redelivery meets
+    this event's ``sent`` claim and is skipped, neither charged nor quarantined."""
     world.seed([account("acme", "alice")])
     world.dispatch(SCHEDULED)
     world.drain_work(charges.handler)
-    # 90 days later the claim has expired (DynamoDB TTL), and someone re-runs the month.
-    for claim in world.scan(STATE):
-        world.dynamodb.delete_item(
-            TableName=STATE,
-            Key={k: claim[k] for k in (renv.TENANT_PARTITION_KEY, renv.TENANT_SORT_KEY)},
-        )
+    first_notes = [n["idempotency_key"] for n in world.notifications()]
+    assert first_notes == ["acme:alice:2026-06"]
+    received = sum(len(batch) for batch in world.batches)
     world.dispatch({"month": "2026-06"})
     world.drain_work(charges.handler)
+    # The re-run's message really reached the consumer.
+    assert sum(len(batch) for batch in world.batches) > received
     assert ledger(world) == Counter({("acme", "alice#2026-06"): 1})
-    dead = world.sqs.receive_message(
-        QueueUrl=world.work_dlq_url, MessageAttributeNames=["All"]
-    ).get("Messages", [])
-    assert len(dead) == 1
-    assert json.loads(dead[0]["Body"])["idempotency_key"] == "acme:alice:2026-06"
-    assert world.scan(STATE) == []  # the semantic failure wrote no claim either (atomicity)
+    assert world.queue_depth(world.work_dlq_url) == 0
+    assert world.notifications() == []  # already sent: nothing published again
+    assert world.scan(STATE) == []
 
 
 @pytest.mark.parametrize(

@@ -387,10 +387,12 @@ def test_ten_fresh_orders_cost_three_calls_and_their_duplicates_at_most_two(
     notes = orders.notifications()
     assert Counter(n["event_id"] for n in notes) == {f"e{i}": 1 for i in range(10)}
     assert all(n["order_id"] == f"o-{n['event_id']}" for n in notes)
-    claims = orders.table(env.STATE_TABLE)
-    assert {c[env.EVENT_ID_KEY]["S"]: c["status"]["S"] for c in claims} == {
+    # The orders consumer keeps each claim in its order row (SingleItemEffect).
+    claims = orders.table(env.BUSINESS_TABLE)
+    assert {c[env.ITEM_CLAIM_EVENT_ID]["S"]: c[env.ITEM_CLAIM_STATUS]["S"] for c in claims} == {
         f"e{i}": env.STATUS_SENT for i in range(10)
     }
+    assert orders.table(env.STATE_TABLE) == []
     assert orders.dead_letters() == []
 
 
@@ -402,8 +404,8 @@ def test_a_crash_after_the_commit_is_completed_by_redelivery_without_a_second_ro
     crash_once_before(orders, "PublishBatch")
     response, calls = orders.invoke()
     assert response is None and calls == ["TransactWriteItems", "PublishBatch"]
-    claims = orders.table(env.STATE_TABLE)
-    assert {c["status"]["S"] for c in claims} == {env.STATUS_PENDING}
+    claims = orders.table(env.BUSINESS_TABLE)
+    assert {c[env.ITEM_CLAIM_STATUS]["S"] for c in claims} == {env.STATUS_PENDING}
     assert orders.notifications() == []
     orders.visibility_timeout_passes()
     response, calls = orders.invoke()
@@ -411,8 +413,8 @@ def test_a_crash_after_the_commit_is_completed_by_redelivery_without_a_second_ro
     assert "PublishBatch" in calls
     assert len(orders.table(env.BUSINESS_TABLE)) == 3
     assert sorted(n["event_id"] for n in orders.notifications()) == ["c0", "c1", "c2"]
-    claims = orders.table(env.STATE_TABLE)
-    assert {c["status"]["S"] for c in claims} == {env.STATUS_SENT}
+    claims = orders.table(env.BUSINESS_TABLE)
+    assert {c[env.ITEM_CLAIM_STATUS]["S"] for c in claims} == {env.STATUS_SENT}
     assert orders.dead_letters() == []
 
 
@@ -437,8 +439,9 @@ def test_poison_messages_land_in_the_stacks_dlq_with_reasons_while_neighbours_su
         assert attributes[ATTR_FAILURE_REASON]["StringValue"]
     # Quarantined at their first receive: SQS burnt no retries on them.
     assert {m["MessageAttributes"][ATTR_RECEIVE_COUNT]["StringValue"] for m in dead} == {"1"}
-    claims = {c[env.EVENT_ID_KEY]["S"] for c in orders.table(env.STATE_TABLE)}
-    assert claims == {"ok-1", "ok-2"}  # the clash's claim rolled back with its write
+    claims = {c[env.ITEM_CLAIM_EVENT_ID]["S"] for c in orders.table(env.BUSINESS_TABLE)}
+    assert claims == {"ok-1", "ok-2"}  # the clash wrote no claim: o-ok-1 keeps ok-1's
+    assert orders.table(env.STATE_TABLE) == []
 
 
 # --- the monthly charge consumer (FIFO, tenant claims, ledger) -------------------------------
@@ -488,10 +491,13 @@ def test_charges_from_the_stack_are_written_once_per_employee_and_month_despite_
     assert ledger == {(t, f"{e}#{MONTH}"): 1 for t, e in employees}
     notified = {n["idempotency_key"] for n in charges.notifications()}
     assert notified == {f"{t}:{e}:{MONTH}" for t, e in employees}
-    claims = charges.table(env.STATE_TABLE)
-    assert len(claims) == len(employees)
-    assert {c["status"]["S"] for c in claims} == {env.STATUS_SENT}
-    assert all(c[env.TENANT_SORT_KEY]["S"].startswith("charge#") for c in claims)
+    # Each charge's claim lives in its ledger row (SingleItemEffect over the ledger key).
+    claims = charges.table(env.BUSINESS_TABLE)
+    assert {c[env.ITEM_CLAIM_EVENT_ID]["S"] for c in claims} == {
+        f"{t}:{e}:{MONTH}" for t, e in employees
+    }
+    assert {c[env.ITEM_CLAIM_STATUS]["S"] for c in claims} == {env.STATUS_SENT}
+    assert charges.table(env.STATE_TABLE) == []
     assert charges.dead_letters() == []
 
 

@@ -86,7 +86,10 @@ def race(handle: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_two_concurrent_deliveries_of_one_event_write_one_row(server_world: Aws) -> None:
-    """Both invocations build their clients lazily from AWS_ENDPOINT_URL (the Lambda path)."""
+    """Both invocations build their clients lazily from AWS_ENDPOINT_URL (the Lambda path).
+    The orders consumer keeps its claim in the order row: the row's own condition is what
+    the two invocations race on."""
+    server_world.claims_in_items = True
     queue = SimQueue()
     expected = {}
     for i in range(5):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from handlers.orders import ORDERS, order_notification, order_writes
+from handlers.orders import order_notification, order_writes
 from idempotent_messaging.runtime import (
     Consumer,
     EventIdFromAttribute,
@@ -29,10 +29,14 @@ from tests.integration.test_runtime_world import (
     FakeContext,
     order_body,
     record,
+    separate_claim_orders,
     sqs_event,
 )
 
 pytestmark = pytest.mark.integration
+
+# The runtime's separate-claim path: the orders plug-ins without their single-item declaration.
+ORDERS = separate_claim_orders()
 
 
 def run(world: Aws, *records: dict[str, Any], consumer: Consumer = ORDERS, **settings: Any):

@@ -9,7 +9,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from emulator import moto_patches
-from handlers.orders import ORDERS
 from idempotent_messaging.runtime import env
 from tests.integration.test_runtime_world import (
     STATE_TABLE,
@@ -18,10 +17,14 @@ from tests.integration.test_runtime_world import (
     assert_exactly_once,
     order_body,
     record,
+    separate_claim_orders,
     sqs_event,
 )
 
 pytestmark = pytest.mark.integration
+
+# The runtime's separate-claim path: the orders plug-ins without their single-item declaration.
+ORDERS = separate_claim_orders()
 
 # The documented multi-attribute form: one SET clause per attribute (DynamoDB developer guide,
 # "PartiQL update statements for DynamoDB").

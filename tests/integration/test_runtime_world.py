@@ -419,6 +419,21 @@ class SimQueue:
         raise AssertionError(f"queue not drained after {rounds} deliveries: {self.messages}")
 
 
+def separate_claim_orders(**options: Any) -> Any:
+    """The orders plug-ins WITHOUT the single-item declaration: the claim is a separate
+    state-table item, the runtime's path for effects of any shape (several items, counters)."""
+    from handlers.orders import order_notification, order_writes
+    from idempotent_messaging.runtime import Consumer
+
+    return Consumer(
+        writes=order_writes,
+        notification=order_notification,
+        namespace="order",
+        requires_business_table=True,
+        **options,
+    )
+
+
 def single_item_orders(**options: Any) -> Any:
     """The orders plug-ins declaring their single-item effect (claim in the order row)."""
     from handlers.orders import order_notification, order_writes

@@ -3,11 +3,11 @@
 Each stack is a generated Pulumi Python project (Pulumi.yaml, Pulumi.bench.yaml, __main__.py)
 written the way teams write raw pulumi_aws: per consumer a source queue with an inline redrive
 policy, its DLQ, a function, the SQS event source mapping, a DLQ-depth alarm and a state table
-named in the function's environment; one role and one alarm topic are shared. Raw resources
-rather than the IdempotentQueueConsumer component: the pack must scale on stacks that are not
-ours, and the component's extra children (queue policies, IAM policy, log group, four alarms)
-would only multiply the resource count by a constant. Every consumer is compliant, so the
-check must also report no mandatory violation (which proves the resources were linked, not
+named in the function's environment; one role and one alarm topic (with its key) are shared. Raw
+resources rather than the IdempotentQueueConsumer component: the pack must scale on stacks that
+are not ours, and the component's extra children (queue policies, IAM policy, log group, four
+alarms) would only multiply the resource count by a constant. Every consumer is compliant, so
+the check must also report no mandatory violation (which proves the resources were linked, not
 skipped).
 
 The check runs as users run it,
@@ -137,7 +137,7 @@ for i in range({count}):
 '''
 
 RESOURCES_PER_CONSUMER = 6
-SHARED_RESOURCES = 2
+SHARED_RESOURCES = 3  # the alarm topic, its key (whose policy admits CloudWatch), the role
 
 
 def write_project(directory: Path, consumers: int) -> Path:

@@ -6,8 +6,8 @@
    `__main__.py` + `Pulumi.<stack>.yaml` under materialising mocks (emulator.deploy);
 2. drives the orders consumer through the event-source-mapping poller: duplicate sends of one
    event id, a crash injected after the commit, producer re-sends with new messageIds, poison
-   messages, a message that keeps failing until SQS dead-letters it, then the fix and an
-   `ops` redrive;
+   messages, a message that keeps failing until its last receive (the runtime quarantines it
+   with its reason), then the fix and an `ops` redrive;
 3. fires the monthly schedule twice for one month (dispatcher -> FIFO -> charge consumer)
    when the stack has one;
 4. reports per consumer and checks the invariants; exit 1 if any fails.
@@ -288,25 +288,27 @@ class Demo:
 
         stuck = ORDERS + 1
         self.console.step(
-            f"orders: evt-{stuck:03d} meets a DynamoDB throttle on every delivery "
-            "(injected) until SQS moves it to the DLQ after maxReceiveCount"
+            f"orders: evt-{stuck:03d} meets a DynamoDB throttle on every delivery (injected); "
+            "on its last receive (maxReceiveCount) the runtime quarantines it with its reason"
         )
         throttle = self.faults.throttle(
             "TransactWriteItems", matcher=writes_item_with("order_id", f"ord-{stuck:03d}")
         )
-        self.send(report, [order(stuck)], "order throttled until dead-lettered")
+        self.send(report, [order(stuck)], "order throttled until its last receive")
         report.valid_events.add(f"evt-{stuck:03d}")
         self.drain("throttled order")
         self.faults.remove(throttle)
-        moved_by_sqs = [
+        # SQS would dead-letter it after this receive with no reason; the runtime sends it
+        # first, with the failure that exhausted it.
+        exhausted = [
             m
             for m in ops_dlq.peek(self.sqs, report.consumer.dlq_url or "", 50)
-            if "failure_reason" not in m.reasons()
+            if m.reasons().get("failure_kind") == "retries_exhausted"
         ]
-        if len(moved_by_sqs) != 1:
+        if len(exhausted) != 1:
             self.failures.append(
-                f"expected SQS to dead-letter evt-{stuck:03d} after maxReceiveCount, "
-                f"found {len(moved_by_sqs)} such message(s)"
+                f"expected evt-{stuck:03d} quarantined as retries_exhausted on its last receive, "
+                f"found {len(exhausted)} such message(s)"
             )
 
         self.console.step("orders: cause fixed (throttle removed); peek + redrive the DLQ via ops")

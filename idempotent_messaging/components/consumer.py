@@ -260,6 +260,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             env.SOURCE_QUEUE_FIFO: "true" if args.fifo else "false",
             env.SOURCE_RETENTION_SECONDS: str(args.message_retention_seconds),
             env.DLQ_RETENTION_SECONDS: str(args.dlq_message_retention_seconds),
+            env.MAX_RECEIVE_COUNT: str(args.max_receive_count),
             env.IDEMPOTENCY_STRATEGY: args.idempotency_strategy,
             env.POWERTOOLS_SERVICE_NAME: args.service_name or name,
             env.POWERTOOLS_LOG_LEVEL: args.log_level,

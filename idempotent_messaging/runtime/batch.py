@@ -83,6 +83,7 @@ class RecordState:
 
     def poison(self, kind: PoisonKind | str, reason: str) -> None:
         self.stage = Stage.POISON
+        self.outcome = None
         self.failure_class = FailureClass.PERMANENT
         self.kind = str(kind)
         self.reason = reason
@@ -161,6 +162,7 @@ class BatchRun:
             self._propagate_fifo_failures()
             self._quarantine()
             self._propagate_fifo_failures()
+            self._quarantine_exhausted()
         except Exception as exc:  # never let one bug fail the whole batch silently
             logger.error(
                 "unexpected error; unfinished records are reported failed",
@@ -419,6 +421,22 @@ class BatchRun:
         """FIFO: quarantine poison before anything later of its group is written or published,
         so a failed DLQ send holds the rest of the group back (standard queues batch it last)."""
         if self.fifo:
+            self._quarantine()
+
+    def _quarantine_exhausted(self) -> None:
+        """A record failing on its last receive would be dead-lettered by SQS with no reason:
+        quarantine it now, with the failure that exhausted it (a failed send leaves it to SQS)."""
+        limit = self.settings.max_receive_count
+        if limit is None:
+            return
+        exhausted = [r for r in self.records if r.failed and r.receive_count >= limit]
+        for rec in exhausted:
+            rec.poison(
+                PoisonKind.RETRIES_EXHAUSTED,
+                f"failed on receive {rec.receive_count} of {limit} "
+                f"({rec.failure_class}: {rec.reason})",
+            )
+        if exhausted:
             self._quarantine()
 
     def _quarantine(self) -> None:

@@ -17,6 +17,9 @@ DLQ_URL = "DLQ_URL"  # dead-letter queue for quarantine
 SOURCE_QUEUE_FIFO = "SOURCE_QUEUE_FIFO"  # "true" when the source queue is FIFO
 SOURCE_RETENTION_SECONDS = "SOURCE_RETENTION_SECONDS"
 DLQ_RETENTION_SECONDS = "DLQ_RETENTION_SECONDS"
+# The source queue's redrive maxReceiveCount: a record failing on that receive is quarantined
+# with its error instead of being dead-lettered by SQS without a reason.
+MAX_RECEIVE_COUNT = "MAX_RECEIVE_COUNT"
 IDEMPOTENCY_STRATEGY = "IDEMPOTENCY_STRATEGY"  # "transactional" (default); "powertools" is refused
 # Powertools' own settings (documented by Powertools)
 POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"

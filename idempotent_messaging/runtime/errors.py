@@ -34,6 +34,9 @@ class PoisonKind(enum.StrEnum):
     SCHEMA = "schema"
     SEMANTIC = "semantic"
     OVERSIZE = "oversize"
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    """It failed (transiently or unexpectedly) on its last receive: SQS would dead-letter it
+    with no reason, so it is quarantined with the failure that exhausted it."""
     NOTIFICATION_OWED = "notification_owed"
     """The business write WAS applied; SNS refused the notification for good. The claim stays
     ``pending``: a redrive after the fix (or ``python -m idempotent_messaging.ops owed``)

@@ -43,6 +43,8 @@ class Settings:
     dlq_retention_seconds: int | None = None
     strategy: str = env.STRATEGY_TRANSACTIONAL
     remaining_time_guard_ms: int = env.DEFAULT_REMAINING_TIME_GUARD_MS
+    max_receive_count: int | None = None
+    """The source queue's maxReceiveCount; None = unknown (no last-receive quarantine)."""
 
     def __post_init__(self) -> None:
         if not self.state_table:
@@ -64,6 +66,10 @@ class Settings:
         if self.claim_ttl_seconds <= 0:
             raise ConfigurationError(
                 f"{env.CLAIM_TTL_SECONDS}={self.claim_ttl_seconds} must be > 0"
+            )
+        if self.max_receive_count is not None and self.max_receive_count < 1:
+            raise ConfigurationError(
+                f"{env.MAX_RECEIVE_COUNT}={self.max_receive_count} must be >= 1"
             )
         if self.remaining_time_guard_ms < 0:
             raise ConfigurationError(
@@ -105,6 +111,7 @@ class Settings:
             remaining_time_guard_ms=_int(
                 e, env.REMAINING_TIME_GUARD_MS, env.DEFAULT_REMAINING_TIME_GUARD_MS
             ),
+            max_receive_count=_optional_int(e, env.MAX_RECEIVE_COUNT),
         )
 
 

@@ -160,7 +160,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
     assert "[FAIL]" not in out
     for expected in (
         "messages sent              18  12 orders (10 events + 2 duplicate sends of evt-001); "
-        "2 producer re-sends; 3 poison; 1 order throttled until dead-lettered",
+        "2 producer re-sends; 3 poison; 1 order throttled until its last receive",
         "redriven from the DLQ       4",
         "invariants (the exit code is 1 if any fails):",
         "alarms: 3 of 12 would be in ALARM",

@@ -154,6 +154,9 @@ def test_function_environment_uses_the_runtime_constants(default_run: Run) -> No
         env.SOURCE_QUEUE_FIFO: "false",
         env.SOURCE_RETENTION_SECONDS: str(4 * 24 * 3600),
         env.DLQ_RETENTION_SECONDS: str(14 * 24 * 3600),
+        # The redrive policy's maxReceiveCount: the runtime quarantines a record failing on
+        # that receive with its reason (SQS would dead-letter it with none).
+        env.MAX_RECEIVE_COUNT: "5",
         env.IDEMPOTENCY_STRATEGY: "transactional",
         env.POWERTOOLS_SERVICE_NAME: "orders",
         env.POWERTOOLS_LOG_LEVEL: "INFO",

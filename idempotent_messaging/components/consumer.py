@@ -24,7 +24,7 @@ from .bundle import (
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .consumer_validation import validate_consumer_args
 from .function import FunctionSpec, create_function
-from .inputs import args_from_inputs, schema_names
+from .inputs import component_args, schema_names
 from .powertools import deployment_layer_arn, region_and_partition_of
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
@@ -134,10 +134,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         # its errors then name the inputs as that language spells them.
         from_inputs = isinstance(args, Mapping)
         with schema_names(from_inputs):
-            if isinstance(args, Mapping):
-                args = args_from_inputs(IdempotentQueueConsumerArgs, args)
-            if not isinstance(args, IdempotentQueueConsumerArgs):
-                raise fail("args", type(args).__name__, "must be IdempotentQueueConsumerArgs")
+            args = component_args(IdempotentQueueConsumerArgs, args)
             physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
             visibility = validate_consumer_args(name, physical, args)
             code = consumer_code(args.handler, args.code_path, args.code)

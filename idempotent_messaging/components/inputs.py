@@ -14,12 +14,14 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.provider.experimental.util import camel_case
 
 from .validation import InvalidArgument, fail
+
+T = TypeVar("T")
 
 
 def schema_name(python_path: str) -> str:
@@ -63,6 +65,16 @@ def args_from_inputs(args_type: type, inputs: Mapping[str, Any], path: str = "")
         if name not in kwargs and no_default:
             raise fail(field_path(name), None, f"is required by {args_type.__name__}")
     return args_type(**kwargs)
+
+
+def component_args(args_type: type[T], args: Any) -> T:
+    """The component's args dataclass: given as such (Python programs), or built from the dict
+    of schema inputs the component provider host passes (other Pulumi languages)."""
+    if isinstance(args, Mapping):
+        args = args_from_inputs(args_type, args)
+    if not isinstance(args, args_type):
+        raise fail("args", type(args).__name__, f"must be {args_type.__name__}")
+    return args
 
 
 def _convert(path: str, value: Any, hint: Any) -> Any:

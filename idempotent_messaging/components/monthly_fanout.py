@@ -33,7 +33,7 @@ from .consumer_validation import check_handler
 from .fanout_args import MonthlyFanoutArgs
 from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
-from .inputs import args_from_inputs, schema_names
+from .inputs import component_args, schema_names
 from .powertools import deployment_layer_arn
 from .queues import QueuePairSpec, create_queue_pair, tls_only_policy
 from .tables import KeySchema, create_table
@@ -99,10 +99,7 @@ class MonthlyFanout(pulumi.ComponentResource):
         # A dict from the component provider host: see IdempotentQueueConsumer.
         from_inputs = isinstance(args, Mapping)
         with schema_names(from_inputs):
-            if isinstance(args, Mapping):
-                args = args_from_inputs(MonthlyFanoutArgs, args)
-            if not isinstance(args, MonthlyFanoutArgs):
-                raise fail("args", type(args).__name__, "must be MonthlyFanoutArgs")
+            args = component_args(MonthlyFanoutArgs, args)
             physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
             validate_fanout_args(name, physical, args)
             # The charge consumer's code, checked here so errors name this component's fields

@@ -2,7 +2,8 @@
 
 (a) bench/baseline_per_record_transaction.py  the per-record transaction pattern, record by record
 (b) bench/baseline_powertools.py  Powertools idempotent_function + BatchProcessor, per record
-(c) handlers.orders.handler  ours (batched transaction, PublishBatch, batched status write)
+(c) handlers.orders.handler  ours (batched INSERTs of the claim-carrying rows, PublishBatch,
+                             batched status write)
 
 Each run resets the emulator, creates the run's tables and topic with an uncounted client,
 drives the messages through the poller model (bench.workload.deliver) while every AWS call is

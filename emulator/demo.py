@@ -292,7 +292,9 @@ class Demo:
             "on its last receive (maxReceiveCount) the runtime quarantines it with its reason"
         )
         throttle = self.faults.throttle(
-            "TransactWriteItems", matcher=writes_item_with("order_id", f"ord-{stuck:03d}")
+            "TransactWriteItems",
+            "BatchExecuteStatement",
+            matcher=writes_item_with("order_id", f"ord-{stuck:03d}"),
         )
         self.send(report, [order(stuck)], "order throttled until its last receive")
         report.valid_events.add(f"evt-{stuck:03d}")

@@ -7,6 +7,7 @@ is a ClientError the runtime must classify and retry itself.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -100,13 +101,22 @@ class FaultInjector:
             BaseClient._make_api_call = original
 
 
+_INSERT_NAME = re.compile(r"'((?:[^']|'')*)'\s*:\s*\?")
+
+
 def writes_item_with(attribute: str, value: str) -> Matcher:
-    """Matcher: a TransactWriteItems / PutItem whose item has attribute == value (string)."""
+    """Matcher: a TransactWriteItems / PutItem whose item, or a BatchExecuteStatement whose
+    PartiQL INSERT, has attribute == value (string)."""
 
     def match(operation: str, params: dict[str, Any]) -> bool:
         items = [params.get("Item", {})]
         for entry in params.get("TransactItems", []):
             items.append(entry.get("Put", {}).get("Item", {}))
+        for statement in params.get("Statements", []):
+            text = str(statement.get("Statement", ""))
+            if text.lstrip().upper().startswith("INSERT"):
+                names = [n.replace("''", "'") for n in _INSERT_NAME.findall(text)]
+                items.append(dict(zip(names, statement.get("Parameters", []), strict=False)))
         return any(item.get(attribute) == {"S": value} for item in items)
 
     return match

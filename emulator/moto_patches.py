@@ -15,11 +15,25 @@ PartiQL ``UPDATE`` in ``BatchExecuteStatement`` (moto 5.2.5 with py-partiql-pars
    to true for any item in the DynamoDB table, ConditionalCheckFailedException is returned");
 3. every statement serialises every table to JSON first: O(table size) per statement.
 
-The patch executes the narrow form the runtime sends, ``UPDATE "<table>" SET "<a>" = ?
-[SET "<b>" = ? ...] WHERE "<key>" = ? [AND "<attribute>" = ? ...]`` (every value a parameter),
-directly on moto's table: the item is found by its key, every ``WHERE`` equality must hold or
-the statement fails with ``ConditionalCheckFailed``, then the ``SET`` values are applied. Any
-other statement goes to moto unchanged.
+PartiQL ``INSERT`` in ``BatchExecuteStatement`` (the single-item claim on a standard queue):
+
+4. a parameterised tuple (``INSERT INTO "t" VALUE {'a': ?, 'b': ?}``, developer guide "PartiQL
+   insert statements" and "Running batch operations with PartiQL") makes moto raise TypeError
+   (the parser hands it a placeholder object), so the whole call fails;
+5. the same O(table size) serialisation per statement.
+
+The patch executes the narrow forms the runtime sends, directly on moto's table:
+
+* ``UPDATE "<table>" SET "<a>" = ? [SET "<b>" = ? ...] WHERE "<key>" = ? [AND "<attribute>" =
+  ? ...]`` (every value a parameter): the item is found by its key, every ``WHERE`` equality must
+  hold or the statement fails with ``ConditionalCheckFailed``, then the ``SET`` values apply;
+* ``INSERT INTO "<table>" VALUE {'<a>': ?, ...}``: an item with the same key fails the statement
+  with ``DuplicateItem`` (DynamoDB: "DuplicateItemException is returned"), else moto's own
+  PutItem stores it (with its validation). The refusal carries no item, whatever
+  ``ReturnValuesOnConditionCheckFailure`` says: AWS documents the item only for failed
+  conditions, so the runtime must (and does) read it.
+
+Any other statement goes to moto unchanged.
 """
 
 from __future__ import annotations
@@ -40,6 +54,11 @@ _UPDATE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SET = re.compile(r'SET\s+"([^"]+)"\s*=\s*\?', re.IGNORECASE)
+_INSERT = re.compile(
+    r'^\s*INSERT\s+INTO\s+"(?P<table>[^"]+)"\s+VALUE\s+\{(?P<fields>.*)\}\s*$',
+    re.IGNORECASE | re.DOTALL,
+)
+_FIELD = re.compile(r"\s*'((?:[^']|'')*)'\s*:\s*\?\s*(?:,|$)")
 _EQUALS = re.compile(r'^"([^"]+)"\s*=\s*\?$')
 _AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
 
@@ -66,6 +85,46 @@ def _parse(statement: str) -> _Update | None:
             return None
         where.append(equals[1])
     return _Update(match["table"], _SET.findall(match["sets"]), where)
+
+
+@dataclass(frozen=True)
+class _Insert:
+    table: str
+    names: list[str]
+
+
+def _parse_insert(statement: str) -> _Insert | None:
+    match = _INSERT.match(statement)
+    if match is None:
+        return None
+    fields, names, position = match["fields"], [], 0
+    while position < len(fields):
+        field = _FIELD.match(fields, position)
+        if field is None:
+            return None
+        names.append(field[1].replace("''", "'"))
+        position = field.end()
+    return _Insert(match["table"], names) if names else None
+
+
+def _insert(backend: DynamoDBBackend, insert: _Insert, parameters: list[Any]) -> dict[str, Any]:
+    if len(parameters) != len(insert.names):
+        return _failed("ValidationError", "Number of parameters in request and statement differ")
+    table = backend.tables.get(insert.table)
+    if table is None:
+        return _failed("ResourceNotFound", "Requested resource not found")
+    item = dict(zip(insert.names, parameters, strict=True))
+    if any(name and name not in item for name in (table.hash_key_attr, table.range_key_attr)):
+        return _failed("ValidationError", "One or more parameter values were invalid: missing key")
+    hash_key = DynamoType(item[table.hash_key_attr])
+    range_key = DynamoType(item[table.range_key_attr]) if table.range_key_attr else None
+    if table.get_item(hash_key, range_key) is not None:
+        return _failed("DuplicateItem", "Duplicate primary key exists in table")
+    try:
+        backend.put_item(insert.table, item)
+    except Exception as exc:  # moto's own validation (sizes, types, empty keys)
+        return _failed("ValidationError", str(getattr(exc, "message", exc)))
+    return {"TableName": insert.table}
 
 
 def _failed(code: str, message: str) -> dict[str, Any]:
@@ -104,11 +163,15 @@ def _batch_execute_statement(
     answers: list[dict[str, Any] | None] = [None] * len(statements)
     others: list[int] = []
     for index, statement in enumerate(statements):
+        parameters = list(statement.get("Parameters") or [])
         update = _parse(statement["Statement"])
-        if update is None:
-            others.append(index)
+        insert = _parse_insert(statement["Statement"]) if update is None else None
+        if update is not None:
+            answers[index] = _execute(self, update, parameters)
+        elif insert is not None:
+            answers[index] = _insert(self, insert, parameters)
         else:
-            answers[index] = _execute(self, update, list(statement.get("Parameters") or []))
+            others.append(index)
     if others:
         stock = _original_batch_execute(self, [statements[i] for i in others])
         for index, answer in zip(others, stock, strict=True):

@@ -73,6 +73,8 @@ class RecordState:
     items: list[TransactItem] = field(default_factory=list)
     notification: Notification | None = None
     duplicate: bool = False
+    key_existed: bool = False
+    """Its claim's INSERT was refused with DuplicateItem: the item existed at that moment."""
     shadow_of: RecordState | None = None
     outcome: Outcome | None = None
     failure_class: FailureClass | None = None

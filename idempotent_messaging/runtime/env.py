@@ -91,13 +91,15 @@ STATE_TABLE_ACTIONS = (
 # Business table: a consumer's writes are the transaction items its contract allows
 # (Put, Update, ConditionCheck, Delete). A consumer declaring SingleItemEffect keeps its claim
 # in the business item, so the business table also gets the claim's reads and markings: the
-# redelivery read (one consistent BatchGetItem) and the `sent` marking (a PartiQL UPDATE in
-# BatchExecuteStatement, authorised per statement); owed notifications are an UpdateItem.
+# redelivery read (one consistent BatchGetItem), the claim itself as a PartiQL INSERT on a
+# standard queue and the `sent` marking as a PartiQL UPDATE (BatchExecuteStatement is
+# authorised per statement); owed notifications are an UpdateItem.
 BUSINESS_TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:BatchGetItem",
+    "dynamodb:PartiQLInsert",
     "dynamodb:PartiQLUpdate",
 )

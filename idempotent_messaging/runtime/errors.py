@@ -169,3 +169,24 @@ def classify_cancellation(code: str, *, is_claim: bool) -> FailureClass | None:
     if code in PERMANENT_CANCELLATION_CODES:
         return FailureClass.PERMANENT
     return FailureClass.TRANSIENT
+
+
+# A PartiQL INSERT refused because the key exists answers DuplicateItem (developer guide,
+# "PartiQL insert statements": DuplicateItemException); a conditional UPDATE answers
+# ConditionalCheckFailed.
+REFUSED_STATEMENT_CODES = frozenset({"DuplicateItem", "ConditionalCheckFailed"})
+
+
+def classify_statement(code: str) -> FailureClass:
+    """Class of one BatchStatementError.Code of a claim-carrying write statement.
+
+    Refused (the key exists): the event's item is there, a duplicate to be read. Validation
+    and item-collection limits are properties of the item (permanent); throttling and server
+    errors are retried; anything else (access denied, missing table) is a deployment problem
+    left to redelivery, as ``classify_exception`` does for whole calls.
+    """
+    if code in REFUSED_STATEMENT_CODES:
+        return FailureClass.DUPLICATE
+    if code in PERMANENT_CANCELLATION_CODES:
+        return FailureClass.PERMANENT
+    return FailureClass.TRANSIENT

@@ -5,11 +5,19 @@ One conditional Put writes the business item and its claim (``claim_event_id``,
 item plus the row. The item's own condition (``attribute_not_exists`` over its key) is the
 claim guard; with ``ALL_OLD`` the refusal returns the existing item, whose ``claim_event_id``
 tells a duplicate (this event) from a semantic failure (another event's effect).
+
+When that Put's only condition is "no item with this key" (``insert_statement``), the claim
+needs no transaction at all: one item is written atomically by any single write, so the
+batch's claims go as PartiQL ``INSERT`` statements in ONE BatchExecuteStatement (<= 25):
+1 write unit each instead of 2, and a duplicate refuses only its own statement
+(``DuplicateItem``) instead of cancelling the whole batch's transaction.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from idempotent_messaging.runtime import env
@@ -18,6 +26,38 @@ from idempotent_messaging.runtime.keys import StateKey
 from idempotent_messaging.runtime.notify import Notification
 from idempotent_messaging.runtime.settings import Settings
 from idempotent_messaging.runtime.store import CLAIMED_BY_OTHER_EVENT, StatusWrite, TransactItem
+
+_NOT_EXISTS = re.compile(r"attribute_not_exists\s*\(\s*([^()\s]+)\s*\)", re.IGNORECASE)
+_CONNECTIVES = re.compile(r"\bAND\b|[()\s]", re.IGNORECASE)
+
+
+def only_key_absence(put: Mapping[str, Any], key_names: Sequence[str]) -> bool:
+    """True when the Put's condition says exactly "no item with this key exists": a
+    conjunction of ``attribute_not_exists`` over key attributes (any of them: an item either
+    has its whole key or does not exist), which a PartiQL INSERT enforces by itself."""
+    condition = str(put.get("ConditionExpression") or "")
+    if put.get("ExpressionAttributeValues"):
+        return False
+    names = put.get("ExpressionAttributeNames") or {}
+    paths = _NOT_EXISTS.findall(condition)
+    if not paths or _CONNECTIVES.sub("", _NOT_EXISTS.sub("", condition)):
+        return False
+    return all(names.get(path, path) in key_names for path in paths)
+
+
+def _partiql_name(name: str) -> str:
+    # A PartiQL tuple's attribute names are single-quoted strings; a quote doubles.
+    return "'" + name.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class StatementAnswer:
+    """One statement's outcome: ``code`` None when it succeeded; ``item`` the existing item
+    when the refusal carried it (``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
+
+    code: str | None
+    message: str = ""
+    item: Mapping[str, Any] | None = None
 
 
 class ItemClaimStore:
@@ -90,16 +130,42 @@ class ItemClaimStore:
     def transact(self, items: Sequence[TransactItem]) -> None:
         self._client.transact_write_items(TransactItems=list(items))
 
+    def insert_statement(self, claim: TransactItem) -> dict[str, Any] | None:
+        """The claim-carrying Put as a PartiQL INSERT, or None when its condition says more
+        than "no item with this key" (then it keeps the transaction)."""
+        put = claim.get("Put")
+        if not put or put.get("TableName") != self._table:
+            return None
+        if not only_key_absence(put, self._key_names):
+            return None
+        item = put["Item"]
+        fields = ", ".join(f"{_partiql_name(name)}: ?" for name in item)
+        return {
+            "Statement": f'INSERT INTO "{self._table}" VALUE {{{fields}}}',
+            "Parameters": list(item.values()),
+            # Used when DynamoDB carries the existing item with the refusal; else one read.
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def insert(self, statements: Sequence[Mapping[str, Any]]) -> list[StatementAnswer]:
+        """ONE BatchExecuteStatement (<= 25 INSERTs); one answer per statement, in order."""
+        response = self._client.batch_execute_statement(Statements=list(statements))
+        return _answers(response, len(statements))
+
     def read_statuses(
         self, keys: Sequence[StateKey], event_ids: Sequence[str]
     ) -> tuple[dict[str, str | None], set[str]]:
-        """One consistent BatchGetItem of the items: ``({label: verdict}, unprocessed)``."""
+        """One consistent BatchGetItem of the items: ``({label: verdict}, unprocessed)``.
+
+        Two events may name one item (a duplicate and a clash with it): BatchGetItem refuses
+        a request that lists a key twice (ValidationException), so each key is read once."""
+        unique = {self._key_text(k.key): k.key for k in keys}
         names = {f"#k{i}": name for i, name in enumerate(self._key_names)}
         names.update({"#ce": env.ITEM_CLAIM_EVENT_ID, "#cs": env.ITEM_CLAIM_STATUS})
         response = self._client.batch_get_item(
             RequestItems={
                 self._table: {
-                    "Keys": [k.key for k in keys],
+                    "Keys": list(unique.values()),
                     "ConsistentRead": True,
                     "ProjectionExpression": ", ".join(names),
                     "ExpressionAttributeNames": names,
@@ -146,13 +212,7 @@ class ItemClaimStore:
                 }
             )
         response = self._client.batch_execute_statement(Statements=statements)
-        answers = response.get("Responses") or []
-        codes: list[str | None] = []
-        for index in range(len(statements)):
-            answer = answers[index] if index < len(answers) else {"Error": {"Code": "NoAnswer"}}
-            error = answer.get("Error")
-            codes.append(str(error.get("Code") or "Unknown") if error else None)
-        return codes
+        return [answer.code for answer in _answers(response, len(statements))]
 
     def record_owed(
         self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
@@ -186,3 +246,23 @@ class ItemClaimStore:
 
     def _key_text(self, item: Mapping[str, Any]) -> str:
         return "\x00".join(str(item.get(name)) for name in self._key_names)
+
+
+def _answers(response: Mapping[str, Any], count: int) -> list[StatementAnswer]:
+    """BatchExecuteStatement's per-statement Responses (a 200 says nothing about each one)."""
+    answers: list[Mapping[str, Any]] = response.get("Responses") or []
+    out = []
+    for index in range(count):
+        answer = answers[index] if index < len(answers) else {"Error": {"Code": "NoAnswer"}}
+        error: Mapping[str, Any] | None = answer.get("Error")
+        if not error:
+            out.append(StatementAnswer(None))
+            continue
+        out.append(
+            StatementAnswer(
+                str(error.get("Code") or "Unknown"),
+                str(error.get("Message") or "")[:200],
+                error.get("Item"),
+            )
+        )
+    return out

@@ -91,8 +91,9 @@ def test_the_business_table_gets_the_writes_and_the_claim_it_may_hold(
 ) -> None:
     """A consumer declaring SingleItemEffect keeps its claim in the business item: besides the
     transaction's item actions (TransactWriteItems is authorised per item action), the runtime
-    reads it with BatchGetItem and marks it `sent` with a PartiQL UPDATE (BatchExecuteStatement
-    is authorised per statement verb: dynamodb:PartiQLUpdate)."""
+    writes it as a PartiQL INSERT on a standard queue, reads it with BatchGetItem and marks it
+    `sent` with a PartiQL UPDATE (BatchExecuteStatement is authorised per statement verb:
+    dynamodb:PartiQLInsert, dynamodb:PartiQLUpdate)."""
     run = run_consumer(business_table=BusinessTableArgs(name="order_records", hash_key="order_id"))
     business = run.one("aws:dynamodb/table:Table", "orders-order_records").outputs["arn"]
     statement = {s["Sid"]: s for s in allow_statements(run)}["WriteBusinessRows"]
@@ -101,6 +102,7 @@ def test_the_business_table_gets_the_writes_and_the_claim_it_may_hold(
         "dynamodb:BatchGetItem",
         "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
+        "dynamodb:PartiQLInsert",
         "dynamodb:PartiQLUpdate",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",

@@ -403,7 +403,7 @@ def test_a_crash_after_the_commit_is_completed_by_redelivery_without_a_second_ro
         orders.send(order(f"c{i}"))
     crash_once_before(orders, "PublishBatch")
     response, calls = orders.invoke()
-    assert response is None and calls == ["TransactWriteItems", "PublishBatch"]
+    assert response is None and calls == ["BatchExecuteStatement", "PublishBatch"]
     claims = orders.table(env.BUSINESS_TABLE)
     assert {c[env.ITEM_CLAIM_STATUS]["S"] for c in claims} == {env.STATUS_PENDING}
     assert orders.notifications() == []
@@ -482,7 +482,10 @@ def test_charges_from_the_stack_are_written_once_per_employee_and_month_despite_
         send_charge(charges, tenant, employee, dedup=f"resend-{tenant}-{employee}")
     crash_once_before(charges, "PublishBatch")
     response, calls = charges.invoke()
-    assert response is None and calls == ["TransactWriteItems", "PublishBatch"]
+    assert response is None and calls == [
+        "TransactWriteItems",
+        "PublishBatch",
+    ]  # FIFO: one transaction
     charges.visibility_timeout_passes()
     charges.drain()
     ledger = Counter(

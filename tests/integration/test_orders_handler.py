@@ -171,7 +171,11 @@ def _iam_actions(operation: str, params: dict[str, Any]) -> set[tuple[str, str]]
         actions = set()
         for statement in params["Statements"]:
             verb, rest = statement["Statement"].split(None, 1)
-            table = rest.split()[1] if verb.upper() in ("DELETE", "SELECT") else rest.split()[0]
+            table = (
+                rest.split()[1]
+                if verb.upper() in ("DELETE", "SELECT", "INSERT")
+                else rest.split()[0]
+            )
             actions.add((_PARTIQL_ACTIONS[verb.upper()], table.strip('"')))
         return actions
     if operation == "BatchGetItem":
@@ -209,10 +213,11 @@ def test_every_dynamodb_action_the_runtime_uses_is_one_the_component_grants(
     granted = {(a, STATE_TABLE) for a in iam.DYNAMODB_STATE_ACTIONS} | {
         (a, BUSINESS_TABLE) for a in iam.DYNAMODB_BUSINESS_ACTIONS
     }
-    # The rows carrying their claims, the duplicates' status read and the sent marking, all on
-    # the business table (the orders consumer keeps its claim in the row).
+    # The rows carrying their claims (PartiQL INSERTs on a standard queue), the duplicates'
+    # status read and the sent marking, all on the business table (the orders consumer keeps
+    # its claim in the row).
     assert {
-        ("dynamodb:PutItem", BUSINESS_TABLE),
+        ("dynamodb:PartiQLInsert", BUSINESS_TABLE),
         ("dynamodb:BatchGetItem", BUSINESS_TABLE),
         ("dynamodb:PartiQLUpdate", BUSINESS_TABLE),
     } <= used

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import boto3
 import pytest
 
 from handlers.orders import order_notification, order_writes
 from idempotent_messaging.runtime import Consumer, SingleItemEffect, WriteContext, env
+from tests.integration.runtime_faults import answer_with, rewrite_parsed
 from tests.integration.test_runtime_world import (
     BUSINESS_TABLE,
     STATE_TABLE,
@@ -56,14 +58,27 @@ def dlq_kinds(world: Aws) -> dict[str, tuple[str, str]]:
     return out
 
 
-def test_ten_fresh_events_cost_one_transactional_item_each_and_three_calls(world: Aws) -> None:
-    """The claim is the row's own condition: ONE transactional write per record (2 write
-    units) instead of two (claim + row: 4)."""
+def inserts(world: Aws) -> list[list[str]]:
+    """The statements of every BatchExecuteStatement the runtime sends, per call."""
+    sent: list[list[str]] = []
+    world.dynamodb.meta.events.register(
+        "before-parameter-build.dynamodb.BatchExecuteStatement",
+        lambda params, **_: sent.append([s["Statement"] for s in params["Statements"]]),
+    )
+    return sent
+
+
+def test_ten_fresh_events_cost_one_insert_each_and_three_calls(world: Aws) -> None:
+    """Standard queue: the claim is the row's own key; ONE PartiQL INSERT per record (1 write
+    unit) in one BatchExecuteStatement, no transaction (2 units per item)."""
     sizes = transaction_sizes(world)
+    statements = inserts(world)
     records = [record(order_body(f"e{i}")) for i in range(10)]
     assert run(world, *records) == {"batchItemFailures": []}
-    assert world.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
-    assert sizes == [10]
+    assert world.calls == ["BatchExecuteStatement", "PublishBatch", "BatchExecuteStatement"]
+    assert sizes == []
+    assert [s.split()[0] for s in statements[0]] == ["INSERT"] * 10
+    assert [s.split()[0] for s in statements[1]] == ["UPDATE"] * 10
     assert_exactly_once(world, {f"e{i}": f"order-e{i}" for i in range(10)})
     row = world.order_rows()[0]
     assert row[env.ITEM_CLAIM_STATUS] == {"S": env.STATUS_SENT}
@@ -72,14 +87,55 @@ def test_ten_fresh_events_cost_one_transactional_item_each_and_three_calls(world
     assert world.dynamodb.scan(TableName=STATE_TABLE)["Items"] == []
 
 
-def test_a_resent_event_is_skipped_with_one_call_from_the_returned_row(world: Aws) -> None:
+def test_on_a_fifo_queue_the_claims_keep_one_transaction(world: Aws) -> None:
+    """FIFO: all-or-nothing keeps a group's order (statements fail one by one)."""
+    sizes = transaction_sizes(world)
+    records = [record(order_body(f"e{i}"), group_id="g") for i in range(10)]
+    batch = sqs_event(*records)
+    response = ORDERS_IN_ITEM.process(batch, FakeContext(), world.runtime(source_fifo=True))
+    assert response == {"batchItemFailures": []}
+    assert world.calls[0] == "TransactWriteItems" and sizes == [10]
+    assert_exactly_once(world, {f"e{i}": f"order-e{i}" for i in range(10)})
+
+
+def test_a_resent_event_is_skipped_with_two_calls(world: Aws) -> None:
     rec = record(order_body("e1"))
     run(world, rec)
     again = record(order_body("e1"))
     assert run(world, again) == {"batchItemFailures": []}
-    assert world.calls == ["TransactWriteItems"]  # ALL_OLD carries the row: no read
+    # DuplicateItem refuses the INSERT; one consistent read of the row says `sent`.
+    assert world.calls == ["BatchExecuteStatement", "BatchGetItem"]
     notes = assert_exactly_once(world, {"e1": "order-e1"})
     assert len(notes) == 1
+
+
+def test_a_refusal_carrying_the_row_needs_no_read(world: Aws) -> None:
+    """If DynamoDB returns the existing item with the refusal (ALL_OLD), it is used."""
+    run(world, record(order_body("e1")))
+    row = world.order_rows()[0]
+
+    def carry(parsed: dict[str, Any]) -> None:
+        for answer in parsed.get("Responses", []):
+            if answer.get("Error", {}).get("Code") == "DuplicateItem":
+                answer["Error"]["Item"] = row
+
+    rewrite_parsed(world.dynamodb, "BatchExecuteStatement", carry)
+    assert run(world, record(order_body("e1"))) == {"batchItemFailures": []}
+    assert world.calls == ["BatchExecuteStatement"]
+    assert len(assert_exactly_once(world, {"e1": "order-e1"})) == 1
+
+
+def test_a_resent_event_with_a_fifo_source_is_skipped_with_one_call(world: Aws) -> None:
+    rec = record(order_body("e1"), group_id="g")
+    runtime = world.runtime(source_fifo=True)
+    ORDERS_IN_ITEM.process(sqs_event(rec), FakeContext(), runtime)
+    world.reset_counts()
+    again = record(order_body("e1"), group_id="g")
+    assert ORDERS_IN_ITEM.process(sqs_event(again), FakeContext(), runtime) == {
+        "batchItemFailures": []
+    }
+    assert world.calls == ["TransactWriteItems"]  # ALL_OLD carries the row: no read
+    assert len(assert_exactly_once(world, {"e1": "order-e1"})) == 1
 
 
 def test_a_pending_row_is_republished_then_marked_sent(world: Aws) -> None:
@@ -95,9 +151,123 @@ def test_a_pending_row_is_republished_then_marked_sent(world: Aws) -> None:
         ExpressionAttributeValues={":p": {"S": env.STATUS_PENDING}},
     )
     assert run(world, rec) == {"batchItemFailures": []}
-    assert world.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert world.calls == [
+        "BatchExecuteStatement",
+        "BatchGetItem",
+        "PublishBatch",
+        "BatchExecuteStatement",
+    ]
     notes = assert_exactly_once(world, {"e1": "order-e1"})
     assert len(notes) == 2  # at-least-once
+
+
+def _statement_errors(world: Aws, codes: dict[str, list[str]]) -> None:
+    """Answer the INSERT of an event with the next code in ``codes[event]`` (unapplied), as
+    DynamoDB answers one statement of a BatchExecuteStatement; the rest run on moto."""
+    # A client of its own: the world's client counts the runtime's calls only.
+    plain = boto3.client("dynamodb", region_name=world.dynamodb.meta.region_name)
+
+    def make(params: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        statements = json.loads(params["body"])["Statements"]
+        if not statements[0]["Statement"].startswith("INSERT"):
+            return None
+        answers: list[dict[str, Any] | None] = []
+        through = []
+        for statement in statements:
+            event = next((p["S"] for p in statement["Parameters"] if p.get("S") in codes), None)
+            if event is not None and codes[event]:
+                code = codes[event].pop(0)
+                answers.append({"Error": {"Code": code, "Message": f"injected {code}"}})
+            else:
+                answers.append(None)
+                through.append(statement)
+        if len(through) == len(statements):
+            return None
+        real = plain.batch_execute_statement(Statements=through)["Responses"] if through else []
+        return 200, {"Responses": [a if a is not None else real.pop(0) for a in answers]}
+
+    answer_with(world.dynamodb, "BatchExecuteStatement", make)
+
+
+def test_a_throttled_statement_alone_is_retried_and_the_rest_commit_once(world: Aws) -> None:
+    _statement_errors(world, {"e1": ["ThrottlingError", "ProvisionedThroughputExceeded"]})
+    statements = inserts(world)
+    records = [record(order_body(f"e{i}")) for i in range(3)]
+    assert run(world, *records) == {"batchItemFailures": []}
+    # botocore retries calls, never one statement: the runtime re-sends e1's INSERT alone.
+    assert [len(call) for call in statements] == [3, 1, 1, 3]
+    assert_exactly_once(world, {f"e{i}": f"order-e{i}" for i in range(3)})
+
+
+def test_a_statement_throttled_on_every_attempt_fails_only_its_record(world: Aws) -> None:
+    _statement_errors(world, {"e1": ["ThrottlingError"] * 3})
+    records = [record(order_body(f"e{i}")) for i in range(3)]
+    response = run(world, *records)
+    assert response == {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
+    rows = {r["order_id"]["S"] for r in world.order_rows()}
+    assert rows == {"order-e0", "order-e2"}
+    # Redelivered without the fault: written once.
+    assert run(world, records[1]) == {"batchItemFailures": []}
+    assert_exactly_once(world, {f"e{i}": f"order-e{i}" for i in range(3)})
+
+
+def test_a_statement_refused_as_invalid_is_schema_poison_alone(world: Aws) -> None:
+    _statement_errors(world, {"e1": ["ValidationError"]})
+    records = [record(order_body(f"e{i}")) for i in range(3)]
+    assert run(world, *records) == {"batchItemFailures": []}
+    kind, reason = dlq_kinds(world)[records[1]["messageId"]]
+    assert kind == "schema" and "ValidationError" in reason
+    assert {r["order_id"]["S"] for r in world.order_rows()} == {"order-e0", "order-e2"}
+
+
+def test_access_denied_on_a_statement_is_left_to_redelivery_not_quarantined(world: Aws) -> None:
+    """A deployment problem (the grant lacks PartiQLInsert) is no property of the message."""
+    _statement_errors(world, {"e0": ["AccessDenied"]})
+    rec = record(order_body("e0"))
+    assert run(world, rec) == {"batchItemFailures": [{"itemIdentifier": rec["messageId"]}]}
+    assert world.dlq_messages() == [] and world.order_rows() == []
+
+
+def test_a_whole_call_refused_falls_back_to_one_transaction_per_record(world: Aws) -> None:
+    answer_with(
+        world.dynamodb,
+        "BatchExecuteStatement",
+        lambda params: (
+            (400, {"Error": {"Code": "ValidationException", "Message": "bad statement"}})
+            if json.loads(params["body"])["Statements"][0]["Statement"].startswith("INSERT")
+            else None
+        ),
+    )
+    records = [record(order_body(f"e{i}")) for i in range(2)]
+    assert run(world, *records) == {"batchItemFailures": []}
+    assert world.calls.count("TransactWriteItems") == 2
+    assert_exactly_once(world, {"e0": "order-e0", "e1": "order-e1"})
+
+
+def test_a_row_deleted_between_refusal_and_read_is_retried_not_poisoned(world: Aws) -> None:
+    run(world, record(order_body("e1")))
+
+    def vanish(params: dict[str, Any], **_: Any) -> None:
+        world.dynamodb.delete_item(TableName=BUSINESS_TABLE, Key={"order_id": {"S": "order-e1"}})
+
+    world.dynamodb.meta.events.register("before-call.dynamodb.BatchGetItem", vanish)
+    rec = record(order_body("e1"))
+    assert run(world, rec) == {"batchItemFailures": [{"itemIdentifier": rec["messageId"]}]}
+    assert world.dlq_messages() == []
+
+
+def test_a_condition_beyond_key_absence_keeps_the_transaction(world: Aws) -> None:
+    def guarded(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
+        (put,) = order_writes(message, ctx)
+        put["Put"]["ConditionExpression"] = "attribute_not_exists(order_id) OR amount < :cap"
+        put["Put"]["ExpressionAttributeValues"] = {":cap": {"N": "0"}}
+        return [put]
+
+    assert run(world, record(order_body("e1")), consumer=_consumer(guarded)) == {
+        "batchItemFailures": []
+    }
+    assert world.calls[0] == "TransactWriteItems"
+    assert_exactly_once(world, {"e1": "order-e1"})
 
 
 def test_another_event_for_a_recorded_order_is_quarantined_as_semantic(world: Aws) -> None:
@@ -114,11 +284,13 @@ def test_another_event_for_a_recorded_order_is_quarantined_as_semantic(world: Aw
 def test_two_events_for_one_order_in_one_batch_write_one_row_and_quarantine_the_other(
     world: Aws,
 ) -> None:
-    """A transaction may not touch one item twice: DynamoDB refuses it as a whole, the
-    runtime falls back to one transaction per record, and the second meets the first's row."""
+    """Never two statements on one item in a call: the second INSERT goes in a later call,
+    where the first's row refuses it and names another event."""
+    statements = inserts(world)
     first = record(order_body("e1", order_id="o1"))
     second = record(order_body("e2", order_id="o1"))
     assert run(world, first, second) == {"batchItemFailures": []}
+    assert [len(call) for call in statements[:2]] == [1, 1]
     rows = {r["order_id"]["S"]: r[env.ITEM_CLAIM_EVENT_ID]["S"] for r in world.order_rows()}
     assert rows == {"o1": "e1"}
     assert dlq_kinds(world)[second["messageId"]][0] == "semantic"

@@ -1,5 +1,5 @@
 """The ``sent`` marking: one PartiQL BatchExecuteStatement per <= 25 records, 1 write unit each,
-per-statement errors handled; and the moto gaps it meets (emulator/moto_patches.py)."""
+per-statement errors handled (the moto gaps it meets: test_runtime_moto_gaps.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from emulator import moto_patches
 from idempotent_messaging.runtime import env
 from tests.integration.test_runtime_world import (
     STATE_TABLE,
@@ -25,68 +24,6 @@ pytestmark = pytest.mark.integration
 
 # The runtime's separate-claim path: the orders plug-ins without their single-item declaration.
 ORDERS = separate_claim_orders()
-
-# The documented multi-attribute form: one SET clause per attribute (DynamoDB developer guide,
-# "PartiQL update statements for DynamoDB").
-MULTI_SET = f'UPDATE "{STATE_TABLE}" SET "status" = ? SET "sent_at" = ? WHERE "event_id" = ?'
-
-
-def _claim(aws: Aws, event_id: str) -> None:
-    aws.dynamodb.put_item(
-        TableName=STATE_TABLE,
-        Item={"event_id": {"S": event_id}, "status": {"S": env.STATUS_PENDING}},
-    )
-
-
-def _mark(aws: Aws, event_id: str) -> dict[str, Any]:
-    response = aws.dynamodb.batch_execute_statement(
-        Statements=[
-            {
-                "Statement": MULTI_SET,
-                "Parameters": [{"S": env.STATUS_SENT}, {"N": "7"}, {"S": event_id}],
-            }
-        ]
-    )
-    answer: dict[str, Any] = response["Responses"][0]
-    return answer
-
-
-def _status(aws: Aws, event_id: str) -> str | None:
-    item = aws.dynamodb.get_item(TableName=STATE_TABLE, Key={"event_id": {"S": event_id}})
-    return item.get("Item", {}).get("status", {}).get("S")
-
-
-# --- the moto gaps (each test fails once moto closes the gap: then drop the patch) ---------
-
-
-def test_stock_moto_refuses_the_documented_multi_attribute_update(aws: Aws) -> None:
-    _claim(aws, "e1")
-    # moto's PartiQL parser fails an assertion on the second SET clause.
-    with moto_patches.stock_moto(), pytest.raises((ClientError, AssertionError)):
-        _mark(aws, "e1")
-    assert _status(aws, "e1") == env.STATUS_PENDING
-
-
-def test_stock_moto_updates_a_missing_item_without_the_conditional_failure(aws: Aws) -> None:
-    """DynamoDB: "If the WHERE clause of the UPDATE statement does not evaluate to true for
-    any item in the DynamoDB table, ConditionalCheckFailedException is returned"."""
-    single = f'UPDATE "{STATE_TABLE}" SET "status" = ? WHERE "event_id" = ?'
-    with moto_patches.stock_moto():
-        response = aws.dynamodb.batch_execute_statement(
-            Statements=[{"Statement": single, "Parameters": [{"S": "sent"}, {"S": "gone"}]}]
-        )
-    assert "Error" not in response["Responses"][0]
-
-
-def test_patched_moto_runs_the_multi_attribute_update_as_dynamodb_does(aws: Aws) -> None:
-    _claim(aws, "e1")
-    assert "Error" not in _mark(aws, "e1")
-    item = aws.dynamodb.get_item(TableName=STATE_TABLE, Key={"event_id": {"S": "e1"}})["Item"]
-    assert item["status"] == {"S": env.STATUS_SENT} and item["sent_at"] == {"N": "7"}
-    # No item matches the WHERE clause: ConditionalCheckFailed, and nothing is created.
-    assert _mark(aws, "never-claimed")["Error"]["Code"] == "ConditionalCheckFailed"
-    assert _status(aws, "never-claimed") is None
-
 
 # --- the runtime's status write ----------------------------------------------------------
 

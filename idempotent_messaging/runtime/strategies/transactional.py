@@ -1,6 +1,13 @@
 """The transactional strategy: claim and business writes commit in ONE TransactWriteItems.
 
-Per batch: ONE TransactWriteItems per <= 100 items holding every record's claim
+A single-item effect whose Put only requires its key to be new (``SingleItemEffect``, both
+reference consumers) needs no transaction on a standard queue: its claims go as PartiQL
+INSERTs in ONE BatchExecuteStatement per <= 25 records (``ItemClaimStore.insert``, 1 write
+unit each); a duplicate's ``DuplicateItem`` refuses its statement alone, and its status comes
+from one consistent BatchGetItem. FIFO keeps the transaction: statements succeed or fail one by
+one, so a later record of a group could be written while an earlier one waits for a retry.
+
+Otherwise, per batch: ONE TransactWriteItems per <= 100 items holding every record's claim
 (``attribute_not_exists``) plus its business writes. On cancellation the per-item reasons split
 the batch: claim conditions failed -> duplicates (status comes back with ``ALL_OLD``, else one
 BatchGetItem); business conditions failed -> semantic poison; TransactionConflict -> retried
@@ -11,6 +18,7 @@ once. After publishing, ONE PartiQL BatchExecuteStatement per <= 25 records mark
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,8 +38,10 @@ from idempotent_messaging.runtime.errors import (
     PoisonKind,
     classify_cancellation,
     classify_exception,
+    classify_statement,
     is_transaction_cancelled,
 )
+from idempotent_messaging.runtime.item_store import ItemClaimStore
 from idempotent_messaging.runtime.observability import Outcome, record_outcome
 from idempotent_messaging.runtime.store import (
     BATCH_GET_MAX_KEYS,
@@ -46,9 +56,19 @@ class TransactionalBatch(BatchRun):
     """``IDEMPOTENCY_STRATEGY=transactional`` (the default)."""
 
     def _commit_all(self) -> None:
+        inserts: list[tuple[RecordState, dict[str, Any]]] = []
+        transact: list[RecordState] = []
+        for rec in self._live(Stage.PARSED):
+            statement = self._insert_statement(rec)
+            if statement is None:
+                transact.append(rec)
+            else:
+                inserts.append((rec, statement))
+        for statements in _insert_chunks(inserts):
+            self._insert(statements)
         chunk: list[RecordState] = []
         size = 0
-        for rec in self._live(Stage.PARSED):
+        for rec in transact:
             n = 1 + len(rec.items)
             if chunk and size + n > TRANSACT_MAX_ITEMS:
                 self._commit(chunk)
@@ -57,6 +77,64 @@ class TransactionalBatch(BatchRun):
             size += n
         if chunk:
             self._commit(chunk)
+
+    def _insert_statement(self, rec: RecordState) -> dict[str, Any] | None:
+        """The record's claim as one INSERT, when nothing but its own item is written and the
+        queue is standard (see the module docstring for FIFO)."""
+        if self.fifo or rec.items or rec.claim is None:
+            return None
+        if not isinstance(self.store, ItemClaimStore):
+            return None
+        return self.store.insert_statement(rec.claim)
+
+    def _insert(self, todo: list[tuple[RecordState, dict[str, Any]]]) -> None:
+        assert isinstance(self.store, ItemClaimStore)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            recs = [rec for rec, _ in todo]
+            if not todo or not self._time_ok(recs):
+                return
+            try:
+                answers = self.store.insert([statement for _, statement in todo])
+            except (ClientError, BotoCoreError) as exc:
+                failure_class = classify_exception(exc)
+                if failure_class is FailureClass.PERMANENT:
+                    # The whole call was refused, not one statement: one transaction per
+                    # record attributes the refusal to the record that caused it.
+                    for rec in recs:
+                        self._commit([rec])
+                    return
+                for rec in recs:
+                    rec.fail(failure_class, f"claim write failed: {short_error(exc)}")
+                return
+            retry = []
+            for (rec, statement), answer in zip(todo, answers, strict=True):
+                if answer.code is None:
+                    self._committed(rec)
+                    continue
+                failure_class = classify_statement(answer.code)
+                if failure_class is FailureClass.DUPLICATE:
+                    rec.key_existed = True
+                    self._duplicate(rec, answer.item)
+                elif failure_class is FailureClass.PERMANENT:
+                    assert rec.claim is not None
+                    rec.poison(
+                        PoisonKind.SCHEMA,
+                        f"business write {describe_item(rec.claim)} was refused: "
+                        f"{answer.code}: {answer.message}; nothing was written",
+                    )
+                elif answer.code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                    rec.attempts = max(rec.attempts, attempt + 1)
+                    retry.append((rec, statement))
+                else:
+                    rec.fail(FailureClass.TRANSIENT, f"claim write failed: {answer.code}")
+            if retry:
+                self.contract.sleep(transaction_backoff(attempt))
+            todo = retry
+
+    def _committed(self, rec: RecordState) -> None:
+        rec.stage = Stage.NEED_PUBLISH if rec.notification else Stage.DONE
+        if rec.stage is Stage.DONE:
+            rec.finish(Outcome.PROCESSED)
 
     def _commit(self, todo: list[RecordState]) -> None:
         while todo:
@@ -97,9 +175,7 @@ class TransactionalBatch(BatchRun):
                     rec.fail(FailureClass.TRANSIENT, f"transaction failed: {type(exc).__name__}")
                 return
             for rec in todo:
-                rec.stage = Stage.NEED_PUBLISH if rec.notification else Stage.DONE
-                if rec.stage is Stage.DONE:
-                    rec.finish(Outcome.PROCESSED)
+                self._committed(rec)
             return
 
     def _split_cancelled(
@@ -198,6 +274,9 @@ class TransactionalBatch(BatchRun):
                 assert rec.key is not None
                 if rec.key.label in unprocessed:
                     rec.fail(FailureClass.TRANSIENT, "status read left unprocessed")
+                elif statuses.get(rec.key.label) is None and rec.key_existed:
+                    # Its INSERT was refused because the item existed; now it is gone.
+                    rec.fail(FailureClass.TRANSIENT, "item vanished after its key was refused")
                 elif statuses.get(rec.key.label) is None and self.store.absent_claim_is_semantic:
                     rec.poison(
                         PoisonKind.SEMANTIC,
@@ -248,3 +327,25 @@ class TransactionalBatch(BatchRun):
             if retry:
                 self.contract.sleep(transaction_backoff(attempt))
             todo = retry
+
+
+def _insert_chunks(
+    inserts: list[tuple[RecordState, dict[str, Any]]],
+) -> list[list[tuple[RecordState, dict[str, Any]]]]:
+    """<= 25 statements per call, and never two on one item in a call (two events naming one
+    item: the later one waits for a later call, where it meets the first one's row)."""
+    chunks: list[list[tuple[RecordState, dict[str, Any]]]] = []
+    keys: list[set[str]] = []
+    for rec, statement in inserts:
+        assert rec.key is not None
+        item_key = json.dumps(rec.key.key, sort_keys=True)
+        for chunk, seen in zip(chunks, keys, strict=True):
+            if len(chunk) < PARTIQL_BATCH_MAX_STATEMENTS and item_key not in seen:
+                break
+        else:
+            chunk, seen = [], set()
+            chunks.append(chunk)
+            keys.append(seen)
+        chunk.append((rec, statement))
+        seen.add(item_key)
+    return chunks

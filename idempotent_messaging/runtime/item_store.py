@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from idempotent_messaging.runtime import env
@@ -25,7 +24,13 @@ from idempotent_messaging.runtime.contract import SingleItemEffect
 from idempotent_messaging.runtime.keys import StateKey
 from idempotent_messaging.runtime.notify import Notification
 from idempotent_messaging.runtime.settings import Settings
-from idempotent_messaging.runtime.store import CLAIMED_BY_OTHER_EVENT, StatusWrite, TransactItem
+from idempotent_messaging.runtime.store import (
+    CLAIMED_BY_OTHER_EVENT,
+    StatementAnswer,
+    StatusWrite,
+    TransactItem,
+    statement_answers,
+)
 
 _NOT_EXISTS = re.compile(r"attribute_not_exists\s*\(\s*([^()\s]+)\s*\)", re.IGNORECASE)
 _CONNECTIVES = re.compile(r"\bAND\b|[()\s]", re.IGNORECASE)
@@ -48,16 +53,6 @@ def only_key_absence(put: Mapping[str, Any], key_names: Sequence[str]) -> bool:
 def _partiql_name(name: str) -> str:
     # A PartiQL tuple's attribute names are single-quoted strings; a quote doubles.
     return "'" + name.replace("'", "''") + "'"
-
-
-@dataclass(frozen=True)
-class StatementAnswer:
-    """One statement's outcome: ``code`` None when it succeeded; ``item`` the existing item
-    when the refusal carried it (``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
-
-    code: str | None
-    message: str = ""
-    item: Mapping[str, Any] | None = None
 
 
 class ItemClaimStore:
@@ -150,7 +145,7 @@ class ItemClaimStore:
     def insert(self, statements: Sequence[Mapping[str, Any]]) -> list[StatementAnswer]:
         """ONE BatchExecuteStatement (<= 25 INSERTs); one answer per statement, in order."""
         response = self._client.batch_execute_statement(Statements=list(statements))
-        return _answers(response, len(statements))
+        return statement_answers(response, len(statements))
 
     def read_statuses(
         self, keys: Sequence[StateKey], event_ids: Sequence[str]
@@ -212,7 +207,7 @@ class ItemClaimStore:
                 }
             )
         response = self._client.batch_execute_statement(Statements=statements)
-        return [answer.code for answer in _answers(response, len(statements))]
+        return [answer.code for answer in statement_answers(response, len(statements))]
 
     def record_owed(
         self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
@@ -246,23 +241,3 @@ class ItemClaimStore:
 
     def _key_text(self, item: Mapping[str, Any]) -> str:
         return "\x00".join(str(item.get(name)) for name in self._key_names)
-
-
-def _answers(response: Mapping[str, Any], count: int) -> list[StatementAnswer]:
-    """BatchExecuteStatement's per-statement Responses (a 200 says nothing about each one)."""
-    answers: list[Mapping[str, Any]] = response.get("Responses") or []
-    out = []
-    for index in range(count):
-        answer = answers[index] if index < len(answers) else {"Error": {"Code": "NoAnswer"}}
-        error: Mapping[str, Any] | None = answer.get("Error")
-        if not error:
-            out.append(StatementAnswer(None))
-            continue
-        out.append(
-            StatementAnswer(
-                str(error.get("Code") or "Unknown"),
-                str(error.get("Message") or "")[:200],
-                error.get("Item"),
-            )
-        )
-    return out

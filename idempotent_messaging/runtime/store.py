@@ -41,6 +41,36 @@ class StatusWrite:
     event_id: str = ""
 
 
+@dataclass(frozen=True)
+class StatementAnswer:
+    """One statement's outcome: ``code`` None when it succeeded; ``item`` the existing item
+    when the refusal carried it (``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
+
+    code: str | None
+    message: str = ""
+    item: Mapping[str, Any] | None = None
+
+
+def statement_answers(response: Mapping[str, Any], count: int) -> list[StatementAnswer]:
+    """BatchExecuteStatement's per-statement Responses (a 200 says nothing about each one)."""
+    answers: list[Mapping[str, Any]] = response.get("Responses") or []
+    out = []
+    for index in range(count):
+        answer = answers[index] if index < len(answers) else {"Error": {"Code": "NoAnswer"}}
+        error: Mapping[str, Any] | None = answer.get("Error")
+        if not error:
+            out.append(StatementAnswer(None))
+            continue
+        out.append(
+            StatementAnswer(
+                str(error.get("Code") or "Unknown"),
+                str(error.get("Message") or "")[:200],
+                error.get("Item"),
+            )
+        )
+    return out
+
+
 class ClaimStore(Protocol):
     """Where claims live: ``StateStore`` (a separate claim item, any effect) or
     ``idempotent_messaging.runtime.item_store.ItemClaimStore`` (in the single business item)."""
@@ -177,13 +207,7 @@ class StateStore:
         """
         statements = [self._sent_statement(write, now) for write in writes]
         response = self._client.batch_execute_statement(Statements=statements)
-        answers = response.get("Responses") or []
-        codes: list[str | None] = []
-        for index in range(len(statements)):
-            answer = answers[index] if index < len(answers) else {"Error": {"Code": "NoAnswer"}}
-            error = answer.get("Error")
-            codes.append(str(error.get("Code") or "Unknown") if error else None)
-        return codes
+        return [answer.code for answer in statement_answers(response, len(statements))]
 
     def _sent_statement(self, write: StatusWrite, now: int) -> dict[str, Any]:
         # One SET clause per attribute (the documented multi-attribute form); every value is a

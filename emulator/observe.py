@@ -104,8 +104,9 @@ class OutcomeCounter(logging.Handler):
     """Counts the runtime's per-record outcomes from its structured log records.
 
     Installed on the root logger: Powertools loggers propagate, and each record carries the
-    `outcome` extra field. The invoking function is the one whose environment is active
-    (emulator.invoke switches os.environ per invocation).
+    `outcome` extra field (and `count` when one line stands for several records). The
+    invoking function is the one whose environment is active (emulator.invoke switches
+    os.environ per invocation).
     """
 
     def __init__(self) -> None:
@@ -119,10 +120,16 @@ class OutcomeCounter(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         outcome = getattr(record, "outcome", None)
-        if outcome is None:
+        # DEBUG lines repeat, record by record, what a processed summary line already counts.
+        if outcome is None or record.levelno < logging.INFO:
             return
         function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "?")
-        self.counts.setdefault(function, Counter())[str(outcome)] += 1
+        # A batch's processed records share one line whose `count` says how many
+        # (observability.record_outcomes); every other line is one record.
+        count = getattr(record, "count", 1)
+        self.counts.setdefault(function, Counter())[str(outcome)] += (
+            count if isinstance(count, int) else 1
+        )
 
     def install(self) -> OutcomeCounter:
         logging.getLogger().addHandler(self)

@@ -39,7 +39,7 @@ from idempotent_messaging.runtime.errors import (
 from idempotent_messaging.runtime.item_store import ItemClaimStore
 from idempotent_messaging.runtime.keys import EventIdFromAttribute, StateKey, utf8_length
 from idempotent_messaging.runtime.notify import Notification, Notifier, PublishEntry, chunk_entries
-from idempotent_messaging.runtime.observability import Outcome, logger, record_outcome
+from idempotent_messaging.runtime.observability import Outcome, logger, record_outcomes
 from idempotent_messaging.runtime.quarantine import Quarantine, QuarantineEntry, chunk_quarantine
 from idempotent_messaging.runtime.store import (
     CLAIMED_BY_OTHER_EVENT,
@@ -177,20 +177,22 @@ class BatchRun:
             for rec in self.records:
                 if rec.stage is not Stage.DONE:
                     rec.fail(FailureClass.TRANSIENT, f"unexpected {type(exc).__name__}")
+        outcomes = []
         for rec in self.records:
             if rec.stage is not Stage.DONE:  # defensive: every record ends somewhere
                 rec.fail(FailureClass.TRANSIENT, "record did not finish")
-            record_outcome(
-                rec.outcome or Outcome.FAILED,
-                message_id=rec.message_id,
-                event_id=rec.event_id,
-                group_id=rec.group_id,
-                receive_count=rec.receive_count,
-                failure_class=str(rec.failure_class) if rec.failure_class else None,
-                failure_kind=rec.kind,
-                reason=rec.reason,
-                attempts=rec.attempts,
-            )
+            fields = {
+                "message_id": rec.message_id,
+                "event_id": rec.event_id,
+                "group_id": rec.group_id,
+                "receive_count": rec.receive_count,
+                "failure_class": str(rec.failure_class) if rec.failure_class else None,
+                "failure_kind": rec.kind,
+                "reason": rec.reason,
+                "attempts": rec.attempts,
+            }
+            outcomes.append((rec.outcome or Outcome.FAILED, fields))
+        record_outcomes(outcomes)
 
     def response(self) -> dict[str, Any]:
         return {

@@ -115,11 +115,15 @@ def test_logs_carry_record_fields_and_never_the_body(
     outcomes = {
         line["message_id"]: line for line in lines if "outcome" in line and "message_id" in line
     }
-    first = [line for line in lines if line.get("message_id") == good["messageId"]]
-    assert first[0]["outcome"] == "processed"
-    assert first[0]["event_id"] == "log-1"
-    assert first[0]["receive_count"] == 3
-    assert first[-1]["outcome"] == "duplicate_skipped"
+    # The first delivery ends processed: listed on the batch's one processed line.
+    summaries = [line for line in lines if line.get("outcome") == "processed"]
+    assert [s["count"] for s in summaries] == [1]
+    (listed,) = summaries[0]["records"]
+    assert listed["message_id"] == good["messageId"]
+    assert listed["event_id"] == "log-1"
+    assert listed["receive_count"] == 3
+    again = [line for line in lines if line.get("message_id") == good["messageId"]]
+    assert [line["outcome"] for line in again] == ["duplicate_skipped"]
     assert outcomes[not_json["messageId"]]["failure_kind"] == "not_json"
     assert outcomes[schema["messageId"]]["failure_kind"] == "schema"
     assert outcomes[clash["messageId"]]["outcome"] == "quarantined"

@@ -5,8 +5,9 @@ are commonly published (the recipe below, with its table names).
 Per record: one TransactWriteItems (the claim ``{event_id, status=pending}`` guarded by
 ``attribute_not_exists(event_id)`` plus the business row); on TransactionCanceledException,
 GetItem the status (``sent`` -> skip everything; ``pending`` -> publish only); then
-``sns.publish(Message=event_id)`` outside the transaction; then UpdateItem ``status = sent``.
-Any other ClientError is re-raised.
+``sns.publish`` outside the transaction; then UpdateItem ``status = sent``. Any other
+ClientError is re-raised. The recipe publishes the bare event id; here, like the order row, the
+notification is the orders contract's own (bench.workload.order_publish), the one ours publishes.
 
 The recipe leaves two things open, filled here the usual way for SQS + Lambda consumers and in
 the baseline's favour: records are processed in a loop with a partial batch response (a failing
@@ -23,6 +24,8 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
+
+from bench.workload import order_publish
 
 PROCESSED_EVENTS_TABLE = "processed_events"  # the recipe's table names
 ORDER_RECORDS_TABLE = "order_records"
@@ -81,7 +84,7 @@ def process_record(
         if item["status"]["S"] == "sent":
             return "duplicate_skipped"  # pattern B
         outcome = "republished"  # pattern A: pending -> publish only
-    sns.publish(TopicArn=settings.topic_arn, Message=event_id)
+    sns.publish(TopicArn=settings.topic_arn, **order_publish(message, event_id))
     dynamodb.update_item(
         TableName=settings.processed_events_table,
         Key={"event_id": {"S": event_id}},

@@ -15,11 +15,12 @@ nothing dead-lettered or quarantined.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from bench import counting
 from bench.baseline_per_record_transaction import PerRecordTransactionSettings
@@ -50,6 +51,7 @@ class RunResult:
     throttle_rate: float
     seconds: float
     cpu_seconds: float
+    log_bytes: int  # what the function wrote to its log (lines and EMF metrics)
     calls: dict[str, int]
     attempts: int
     throttles_injected: int
@@ -78,6 +80,7 @@ class RunResult:
             "throttle_rate": self.throttle_rate,
             "seconds": round(self.seconds, 4),
             "client_cpu_seconds": round(self.cpu_seconds, 4),
+            "log_bytes": self.log_bytes,
             "calls": self.total_calls,
             "calls_per_message": round(self.calls_per_message, 4),
             "calls_by_operation": dict(sorted(self.calls.items())),
@@ -168,21 +171,49 @@ def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
     )
 
 
+_RUNTIME_LOG = "idempotent_messaging.runtime.observability"
+
+
+class LogSink(io.TextIOBase):
+    """Where the function's output goes during a run: /dev/null, as a Lambda's stdout pipe
+    takes it (one write per line, which the function pays for), counting the UTF-8 bytes that
+    CloudWatch Logs would ingest."""
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self._target = target
+        self.bytes = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode("utf-8", "surrogateescape"))
+        return self._target.write(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+
 @contextlib.contextmanager
-def _quiet_logs() -> Iterator[None]:
-    """Send the functions' log lines and EMF metrics to /dev/null (they are still produced)."""
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        swapped: list[Any] = []
-        if "idempotent_messaging.runtime.observability" in sys.modules:
-            handler = sys.modules[
-                "idempotent_messaging.runtime.observability"
-            ].logger.registered_handler
-            swapped.append((handler, handler.setStream(sink)))
-        try:
-            yield
-        finally:
-            for handler, previous in swapped:
-                handler.setStream(previous)
+def _quiet_logs() -> Iterator[LogSink]:
+    """Send the function's log lines and EMF metrics (stdout, stderr, the runtime's log
+    handler) to /dev/null, counting their bytes; they are still produced."""
+    stdout = sys.stdout
+    with open(os.devnull, "w") as devnull:
+        sink = LogSink(devnull)
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            previous = None
+            if _RUNTIME_LOG in sys.modules:
+                previous = sys.modules[_RUNTIME_LOG].logger.registered_handler.setStream(sink)
+            try:
+                yield sink
+            finally:
+                if _RUNTIME_LOG in sys.modules:
+                    # Imported during the run (the baselines build the orders contract's
+                    # notification), its handler took the redirected stdout: give it the real one.
+                    handler = sys.modules[_RUNTIME_LOG].logger.registered_handler
+                    handler.setStream(previous if previous is not None else stdout)
 
 
 def _scan(ddb: Any, table: str) -> list[dict[str, Any]]:
@@ -241,7 +272,7 @@ def run_once(
     stream = order_messages(messages, duplicate_rate, seed=seed)
     prepared = _prepare(implementation, emulator)
     queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE_NAME}"
-    with _quiet_logs(), counting.recording(throttle_rate, seed=seed) as recorder:
+    with _quiet_logs() as logs, counting.recording(throttle_rate, seed=seed) as recorder:
         stats = deliver(
             prepared.handler,
             stream,
@@ -261,6 +292,7 @@ def run_once(
         throttle_rate=throttle_rate,
         seconds=stats.seconds,
         cpu_seconds=stats.cpu_seconds,
+        log_bytes=logs.bytes,
         calls=dict(recorder.calls),
         attempts=recorder.total_attempts,
         throttles_injected=recorder.injected,

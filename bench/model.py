@@ -44,6 +44,8 @@ class ModelInputs:
     price_sqs_fifo: float
     price_lambda_request: float
     price_gb_second: Mapping[str, float]  # architecture -> $ per GB-second
+    price_log_gb: float  # CloudWatch Logs ingestion, $ per GB (2**30 bytes)
+    platform_log_bytes_per_invocation: float  # Lambda's own START / END / REPORT lines
     sources: Mapping[str, str]
 
 
@@ -84,7 +86,14 @@ def parse_inputs(data: Mapping[str, Any]) -> ModelInputs:
             latency[f"{service}.{op}"] = OperationLatency(
                 _number(figures, "base_ms", where), _number(figures, "per_item_ms", where)
             )
-    for path in ("prices.dynamodb", "prices.sns", "prices.sqs", "prices.lambda", "lambda_cpu"):
+    for path in (
+        "prices.dynamodb",
+        "prices.sns",
+        "prices.sqs",
+        "prices.lambda",
+        "prices.logs",
+        "lambda_cpu",
+    ):
         source = str(_section(data, path).get("source", "")).strip()
         if not source:
             raise ValueError(f"{path}.source: every figure needs its source")
@@ -94,6 +103,7 @@ def parse_inputs(data: Mapping[str, Any]) -> ModelInputs:
     billing = _section(data, "billing")
     ddb, sns = _section(data, "prices.dynamodb"), _section(data, "prices.sns")
     sqs, lam = _section(data, "prices.sqs"), _section(data, "prices.lambda")
+    logs = _section(data, "prices.logs")
     for key in ("region", "prices_checked"):
         if not str(meta.get(key, "")).strip():
             raise ValueError(f"meta.{key}: prices are dated inputs for one region; set it")
@@ -128,6 +138,10 @@ def parse_inputs(data: Mapping[str, Any]) -> ModelInputs:
             "arm64": _number(lam, "gb_second_arm64", "prices.lambda"),
             "x86_64": _number(lam, "gb_second_x86_64", "prices.lambda"),
         },
+        price_log_gb=_number(logs, "ingestion_gb", "prices.logs"),
+        platform_log_bytes_per_invocation=_number(
+            logs, "platform_bytes_per_invocation", "prices.logs"
+        ),
         sources=sources,
     )
 
@@ -249,12 +263,14 @@ def consumer_cost(
     function: FunctionConfig,
     inputs: ModelInputs,
     source_fifo: bool = False,
+    log_bytes: int = 0,
 ) -> dict[str, Any]:
     """$ of one run, per part and per million messages.
 
     Lambda: one request per invocation, GB-seconds = modelled duration x memory (the 1 ms
     rounding per invocation is left out). SQS: the function's own calls plus the poller's
-    receive and delete per invocation.
+    receive and delete per invocation. Logs: CloudWatch Logs ingestion of what the function
+    wrote (`log_bytes`: its log lines and EMF metrics) plus Lambda's own lines per invocation.
     """
     if messages < 1:
         raise ValueError(f"messages must be >= 1, got {messages}")
@@ -264,6 +280,9 @@ def consumer_cost(
     sqs_price = inputs.price_sqs_fifo if source_fifo else inputs.price_sqs_standard
     wru, rru = write_units(usage, inputs), read_units(usage)
     sqs_requests = _billed(usage, "sqs") + invocations * inputs.poller_requests_per_invocation
+    if log_bytes < 0:
+        raise ValueError(f"log_bytes must be >= 0, got {log_bytes}")
+    ingested_log_bytes = log_bytes + invocations * inputs.platform_log_bytes_per_invocation
     parts = {
         "dynamodb_write": wru * inputs.price_write_unit,
         "dynamodb_read": rru * inputs.price_read_unit,
@@ -271,6 +290,7 @@ def consumer_cost(
         "sqs": sqs_requests * sqs_price,
         "lambda_requests": invocations * inputs.price_lambda_request,
         "lambda_duration": duration_seconds * function.memory_mb / 1024 * price_gb_s,
+        "logs": ingested_log_bytes / 2**30 * inputs.price_log_gb,
     }
     total = sum(parts.values())
     return {
@@ -278,6 +298,7 @@ def consumer_cost(
         "read_units": round(rru, 3),
         "sns_requests": _billed(usage, "sns"),
         "sqs_requests": sqs_requests,
+        "log_bytes": round(ingested_log_bytes),
         "dollars": {k: round(v, 9) for k, v in parts.items()},
         "dollars_total": round(total, 9),
         "dollars_per_million_messages": round(total / messages * 1_000_000, 4),

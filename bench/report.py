@@ -97,6 +97,7 @@ def model_consumer_run(
         duration_seconds=seconds,
         function=function,
         inputs=inputs,
+        log_bytes=int(run.get("log_bytes", 0)),  # absent from runs recorded before it was kept
     )
     return {
         "modelled_seconds": round(seconds, 4),
@@ -105,6 +106,7 @@ def model_consumer_run(
         "round_trip_seconds": round(round_trips_s, 4),
         "write_units_per_message": round(cost["write_units"] / messages, 4),
         "read_units_per_message": round(cost["read_units"] / messages, 4),
+        "log_bytes_per_message": round(cost["log_bytes"] / messages, 1),
         "dollars_per_million_messages": cost["dollars_per_million_messages"],
         "cost": cost,
     }
@@ -137,13 +139,14 @@ def summarize_consumer(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         }
         if all("model" in r for r in name_runs):
             summary[name]["model"] = {
-                field: round(median(float(r["model"][field]) for r in name_runs), 4)
+                field: round(median(float(r["model"].get(field, 0)) for r in name_runs), 4)
                 for field in (
                     "modelled_seconds_per_1000_messages",
                     "lambda_cpu_seconds",
                     "round_trip_seconds",
                     "write_units_per_message",
                     "read_units_per_message",
+                    "log_bytes_per_message",
                     "dollars_per_million_messages",
                 )
             }

@@ -6,6 +6,7 @@ reset, create, deliver through the poller model, count, verify.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 
 from bench import counting, emulator_fixes
 from bench.baseline_per_record_transaction import PerRecordTransactionSettings, process_record
-from bench.consumer import run_once
+from bench.consumer import LogSink, run_once
 from emulator.server import Emulator, start_emulator
 
 pytestmark = pytest.mark.integration
@@ -66,6 +67,22 @@ def test_ours_is_driven_and_verified_by_the_same_harness(emulator: Emulator) -> 
     result = run_once("ours", emulator, messages=30, duplicate_rate=0.1, seed=1)
     assert result.correct, result.problems
     assert result.calls_per_message <= 0.6
+    # Its log output is counted for the cost model: at least one EMF document per invocation.
+    assert result.log_bytes > result.invocations * len('{"_aws":{"Timestamp":0}}')
+
+
+def test_the_baselines_write_no_log_output_of_their_own(emulator: Emulator) -> None:
+    for name in ("per_record_transaction", "powertools"):
+        assert run_once(name, emulator, messages=5, seed=1).log_bytes == 0, name
+
+
+def test_the_log_sink_counts_utf8_bytes_and_passes_every_line_on() -> None:
+    target = io.StringIO()
+    sink = LogSink(target)
+    sink.write('{"message": "caf\u00e9"}\n')
+    sink.write("\u2603\n")
+    assert sink.bytes == len('{"message": "caf"}\n') + 2 + 3 + 1
+    assert target.getvalue() == '{"message": "caf\u00e9"}\n\u2603\n'
 
 
 def test_a_throttled_run_still_ends_exactly_once(emulator: Emulator) -> None:

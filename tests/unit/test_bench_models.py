@@ -56,6 +56,7 @@ INPUTS: dict[str, Any] = {
             "gb_second_x86_64": 0.00002,
             "source": "t",
         },
+        "logs": {"ingestion_gb": 0.5, "platform_bytes_per_invocation": 300, "source": "t"},
     },
 }
 
@@ -236,12 +237,41 @@ def test_the_cost_adds_dynamodb_sns_sqs_and_lambda_per_million_messages() -> Non
         "sqs": 2 * 0.4e-6,  # the poller's receive + delete for the one invocation
         "lambda_requests": 1 * 0.2e-6,
         "lambda_duration": 2.0 * 0.5 * 0.00001,  # 2 s x 0.5 GB x $ per GB-s
+        "logs": 300 / 2**30 * 0.5,  # no output of its own: Lambda's lines for one invocation
     }
-    assert cost["dollars"] == pytest.approx(expected)
+    assert cost["dollars"] == pytest.approx(expected, abs=1e-9)  # parts are kept to 1e-9 $
     assert cost["dollars_per_million_messages"] == pytest.approx(
         sum(expected.values()) / 10 * 1e6, abs=1e-4
     )
     assert cost["sqs_requests"] == 2
+
+
+def test_the_function_s_log_output_is_billed_as_cloudwatch_logs_ingestion() -> None:
+    # 4 invocations: 4 x 300 bytes of Lambda's own lines + the 2**30 - 1,200 bytes the function
+    # wrote = exactly one GB ingested, at $0.50 per GB.
+    cost = model.consumer_cost(
+        {},
+        messages=40,
+        invocations=4,
+        duration_seconds=0.0,
+        function=FunctionConfig(256, "arm64"),
+        inputs=inputs(),
+        log_bytes=2**30 - 1200,
+    )
+    assert cost["log_bytes"] == 2**30
+    assert cost["dollars"]["logs"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="log_bytes"):
+        model.consumer_cost(
+            {},
+            messages=1,
+            invocations=1,
+            duration_seconds=0.0,
+            function=FunctionConfig(256, "arm64"),
+            inputs=inputs(),
+            log_bytes=-1,
+        )
+    with pytest.raises(ValueError, match=r"prices\.logs\.ingestion_gb"):
+        inputs(prices__logs__ingestion_gb=-0.5)
 
 
 def test_a_bad_model_input_is_refused_with_the_key_named() -> None:

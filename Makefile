@@ -26,6 +26,7 @@ lint: install ## ruff (lint + format check), mypy, import-layer contracts
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	$(BIN)/mypy policy/__main__.py  # the pack directory: a `__main__` of its own, as the CLI runs it
 	for e in examples/*/; do $(BIN)/mypy $$(find $$e -name '*.py' -not -path '*/venv/*') || exit $$?; done
 	$(BIN)/lint-imports
 
@@ -36,7 +37,7 @@ policy: install ## Offline policy check of every stage, as `pulumi up` and as `p
 	@for s in $(STACKS); do \
 	  for m in "" "--preview"; do \
 	    echo "== policy check: stack $$s $${m:-(up)}"; \
-	    $(BIN)/python -m idempotent_messaging.policy.check --project . --stack $$s $$m || exit $$?; \
+	    $(BIN)/python -m idempotent_messaging.offline --project . --stack $$s $$m || exit $$?; \
 	  done; \
 	done
 
@@ -44,7 +45,7 @@ test: lint policy ## The whole suite: lint, policy check, pytest
 	$(BIN)/python -m pytest -q
 
 demo: install ## The main job: deploy the dev stack onto an embedded AWS emulator and drive traffic (KEEP=1 keeps it running)
-	$(BIN)/python -m emulator.demo --stack dev $(if $(KEEP),--keep,)
+	$(BIN)/python -m idempotent_messaging.local.demo --stack dev $(if $(KEEP),--keep,)
 
 bench: install ## Benchmarks against the embedded emulator; writes bench/results.json (QUICK=1: small sizes)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)

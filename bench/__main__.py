@@ -421,7 +421,7 @@ def render(results: dict[str, Any], targets: Sequence[Target]) -> str:
             for s in p["sizes"].values()
         ]
         parts.append(
-            "3. offline policy check (python -m idempotent_messaging.policy.check, fresh process)\n"
+            "3. offline policy check (python -m idempotent_messaging.offline, fresh process)\n"
             + report.table(("consumers", "resources", "seconds", "mandatory violations"), rows)
             + f"\n   ratio {p['ratio']} (without the 1-consumer start-up cost: "
             f"{p['ratio_without_startup']})"
@@ -576,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets: list[Target] = []
     if selected & {"consumer", "dispatch"}:
         from bench import counting, emulator_fixes
-        from emulator.server import start_emulator
+        from idempotent_messaging.local.server import start_emulator
 
         if not args.stock_moto:
             emulator_fixes.fast_transaction_backup()

@@ -11,7 +11,7 @@ the check must also report no mandatory violation (which proves the resources we
 skipped).
 
 The check runs as users run it,
-``python -m idempotent_messaging.policy.check --project DIR --stack bench --format json`` in a
+``python -m idempotent_messaging.offline --project DIR --stack bench --format json`` in a
 fresh process; the interpreter's start-up and imports are part of the time, so
 the report also gives the time of a 1-consumer stack as the fixed cost.
 """
@@ -160,7 +160,7 @@ def run_check(project: Path) -> tuple[float, dict[str, Any]]:
         [
             sys.executable,
             "-m",
-            "idempotent_messaging.policy.check",
+            "idempotent_messaging.offline",
             "--project",
             str(project),
             "--stack",

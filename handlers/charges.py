@@ -1,6 +1,6 @@
 """Monthly charge consumer: ``handlers.charges.handler`` on the FIFO work queue.
 
-Body (written by idempotent_messaging.dispatch, see idempotent_messaging/dispatch/keys.py)::
+Body (written by idempotent_messaging.dispatch, see src/idempotent_messaging/dispatch/keys.py)::
 
     {"event_id": "<tenant>:<employee>:<YYYY-MM>", "idempotency_key": "<same>",
      "tenant_id": "...", "employee_id": "...", "month": "YYYY-MM",

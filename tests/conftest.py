@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from emulator import moto_patches
+from idempotent_messaging.local import moto_patches
 
-# moto lacks what the runtime's PartiQL status write needs (emulator/moto_patches.py; its
+# moto lacks what the runtime's PartiQL status write needs (local/moto_patches.py; its
 # gaps are documented by tests/integration/test_runtime_moto_gaps.py).
 moto_patches.install()
 

@@ -14,7 +14,7 @@ and the type checker follow it, so both count.
 Two views, because a package cycle need not be a module cycle:
 - modules: a set of modules that import each other, directly or through others;
 - packages: the children of one package (or the root packages) whose modules import each
-  other. `ops.month -> emulator.invoke` plus `emulator.session -> ops.outputs` is no module
+  other. `ops.month -> local.invoke` plus `local.session -> ops.outputs` is no module
   cycle, yet ops and emulator each need the other.
 """
 

@@ -20,14 +20,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from idempotent_messaging.policy import limits
-from idempotent_messaging.policy.program import (
+from idempotent_messaging import limits
+from idempotent_messaging.offline import (
     ProgramError,
     ProgramRun,
     RecordedResource,
     run_program,
 )
-from idempotent_messaging.policy.values import is_unknown
+from idempotent_messaging.rules.values import is_unknown
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 UNKNOWN_TEXT = "(known after apply)"

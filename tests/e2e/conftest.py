@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.session import StackSession, start_session
+from idempotent_messaging.local.session import StackSession, start_session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"

@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from emulator.faults import SimulatedCrash
+from idempotent_messaging.local.faults import SimulatedCrash
 
 SEEN: list[dict[str, Any]] = []
 

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
-from emulator.demo import OUTCOME_MEANINGS, ConsumerReport, check_invariants
+from idempotent_messaging.local.demo import OUTCOME_MEANINGS, ConsumerReport, check_invariants
 from idempotent_messaging.ops.cli import main as ops_main
 from idempotent_messaging.ops.outputs import DeployedConsumer
 from idempotent_messaging.runtime.observability import Outcome
@@ -87,7 +87,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
 ) -> None:
     env = {**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator.demo", "--stack", "dev", "--keep"],
+        [sys.executable, "-m", "idempotent_messaging.local.demo", "--stack", "dev", "--keep"],
         cwd=PROJECT,
         env=env,
         stdout=subprocess.PIPE,

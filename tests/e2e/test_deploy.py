@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from emulator import deploy as deploy_cli
-from emulator.server import start_emulator
-from emulator.session import StackSession, start_session
+from idempotent_messaging.local import deploy as deploy_cli
+from idempotent_messaging.local.server import start_emulator
+from idempotent_messaging.local.session import StackSession, start_session
 from tests.e2e.conftest import FIXTURES, MINI
 
 pytestmark = pytest.mark.e2e

@@ -1,6 +1,6 @@
 """A scenario of someone else's, written only against the documented API (docs/operations.md,
-"Scenarios of your own"): `emulator.session.start_session`, the stack outputs, boto3 clients
-and `drain()`. Nothing here uses the demo's helpers, so it checks what an outside script sees.
+"Scenarios of your own"): `idempotent_messaging.local.session.start_session`, the stack
+outputs, boto3 clients and `drain()`. Nothing here uses the demo's helpers, so it checks what an outside script sees.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from emulator.session import start_session
+from idempotent_messaging.local.session import start_session
 
 pytestmark = pytest.mark.e2e
 

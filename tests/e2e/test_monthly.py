@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from emulator import demo
-from emulator.invoke import invoke
-from emulator.observe import Observer, queue_counts, scan_all
-from emulator.poller import Poller
-from emulator.scheduler import fire, scheduled_time_for_month
-from emulator.session import StackSession, attach_session, start_session, state_path
+from idempotent_messaging.local import demo
+from idempotent_messaging.local.invoke import invoke
+from idempotent_messaging.local.observe import Observer, queue_counts, scan_all
+from idempotent_messaging.local.poller import Poller
+from idempotent_messaging.local.scheduler import fire, scheduled_time_for_month
+from idempotent_messaging.local.session import (
+    StackSession,
+    attach_session,
+    start_session,
+    state_path,
+)
 from idempotent_messaging.ops.cli import main as ops_main
 from tests.e2e.conftest import FIXTURES
 

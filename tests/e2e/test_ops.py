@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from emulator.observe import Observer, queue_counts, scan_all
-from emulator.poller import Poller
-from emulator.session import StackSession
+from idempotent_messaging.local.observe import Observer, queue_counts, scan_all
+from idempotent_messaging.local.poller import Poller
+from idempotent_messaging.local.session import StackSession
 from idempotent_messaging.ops import dlq
 from idempotent_messaging.ops.cli import main
 from idempotent_messaging.ops.month import run_month_aws

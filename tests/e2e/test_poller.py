@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from emulator.observe import Observer, queue_counts, scan_all
-from emulator.poller import Poller
-from emulator.registry import FunctionConfig, MappingConfig, Registry
-from emulator.server import start_emulator
-from emulator.session import StackSession
+from idempotent_messaging.local.observe import Observer, queue_counts, scan_all
+from idempotent_messaging.local.poller import Poller
+from idempotent_messaging.local.registry import FunctionConfig, MappingConfig, Registry
+from idempotent_messaging.local.server import start_emulator
+from idempotent_messaging.local.session import StackSession
 from tests.e2e import probe_handlers
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +25,11 @@ def probe() -> Iterator[tuple[StackSession, str, str]]:
     """A bare emulator with a test queue (maxReceiveCount 2) for the probe handlers;
     yields (session, url, arn)."""
     emulator = start_emulator()
-    session = StackSession(Registry(region=emulator.region), emulator.endpoint_url, emulator)
+    session = StackSession(
+        Registry(region=emulator.region),
+        emulator.endpoint_url,
+        emulator,
+    )
     sqs = session.client("sqs")
     dlq = sqs.create_queue(QueueName="probe-dlq")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
@@ -142,7 +146,7 @@ def test_fifo_records_carry_group_sequence_and_dedup_attributes(mini: StackSessi
     mapping = next(m for m in mini.registry.mappings if m.logical_name == "charges-esm")
     poller = Poller(mini.registry, mini.endpoint_url, sqs)
     messages = poller.receive_batch(mapping)
-    from emulator.poller import to_lambda_record
+    from idempotent_messaging.local.poller import to_lambda_record
 
     record = to_lambda_record(messages[0], mapping.event_source_arn, mini.region)
     assert record["attributes"]["MessageGroupId"] == "tenant-1#2026-06"

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from emulator.observe import scan_all
-from emulator.poller import Poller
-from emulator.registry import ScheduleConfig
-from emulator.scheduler import fire, render_input, scheduled_time_for_month
-from emulator.session import StackSession
+from idempotent_messaging.local.observe import scan_all
+from idempotent_messaging.local.poller import Poller
+from idempotent_messaging.local.registry import ScheduleConfig
+from idempotent_messaging.local.scheduler import fire, render_input, scheduled_time_for_month
+from idempotent_messaging.local.session import StackSession
 
 pytestmark = pytest.mark.e2e
 

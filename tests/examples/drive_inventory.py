@@ -21,7 +21,7 @@ STACK = "dev"
 
 
 def run_under_mocks() -> dict[str, Any]:
-    from idempotent_messaging.policy.program import run_program
+    from idempotent_messaging.offline import run_program
 
     run = run_program(EXAMPLE, STACK)
     return {
@@ -39,8 +39,8 @@ def stock_body(event_id: str, sku: str, delta: int) -> str:
 
 def run_on_emulator() -> dict[str, Any]:
     sys.path.append(str(REPOSITORY))  # after site-packages: the tooling, never the package
-    from emulator.faults import FaultInjector
-    from emulator.session import start_session
+    from idempotent_messaging.local.faults import FaultInjector
+    from idempotent_messaging.local.session import start_session
 
     faults = FaultInjector()
     with start_session(STACK, EXAMPLE) as stack, faults.installed():

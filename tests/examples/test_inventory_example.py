@@ -50,8 +50,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPOSITORY / name, source / name)
     shutil.copytree(
-        REPOSITORY / "idempotent_messaging",
-        source / "idempotent_messaging",
+        REPOSITORY / "src",
+        source / "src",
         ignore=shutil.ignore_patterns("__pycache__", "venv"),
     )
     out = tmp_path_factory.mktemp("dist")
@@ -107,13 +107,12 @@ def drive(venv: Path, part: str) -> dict[str, Any]:
     return result
 
 
-def test_the_wheel_holds_one_import_namespace_and_its_pack_files(wheel: Path) -> None:
+def test_the_wheel_holds_one_import_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"idempotent_messaging", wheel.name.split("-py3")[0] + ".dist-info"}
-    assert "idempotent_messaging/policy/PulumiPolicy.yaml" in names
-    assert "idempotent_messaging/policy/requirements.txt" in names
-    assert "idempotent_messaging/runtime/consumer.py" in names
+    for module in ("runtime/consumer.py", "rules/pack.py", "offline/cli.py", "limits.py"):
+        assert f"idempotent_messaging/{module}" in names
     assert not [n for n in names if n.startswith("idempotent_messaging/") and "/tests/" in n]
 
 

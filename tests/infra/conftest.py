@@ -20,10 +20,10 @@ from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs
 
-from idempotent_messaging.policy.offline.mocks import AwsMocks
-from idempotent_messaging.policy.offline.recorder import RecordedResource
-from idempotent_messaging.policy.offline.runner import run_function
-from idempotent_messaging.policy.values import UNKNOWN
+from idempotent_messaging.offline.mocks import AwsMocks
+from idempotent_messaging.offline.recorder import RecordedResource
+from idempotent_messaging.offline.runner import run_function
+from idempotent_messaging.rules.values import UNKNOWN
 
 PROJECT = "idempotent-messaging"
 ACCOUNT = "111122223333"

@@ -1,4 +1,4 @@
-"""The components as a Pulumi component package (provider/PulumiPlugin.yaml).
+"""The components as a Pulumi component package (components/PulumiPlugin.yaml).
 
 The schema is the one the Python SDK's analyzer infers in-process (``pulumi.provider.
 experimental``), as the engine receives it from GetSchema; construct is the provider's own
@@ -39,7 +39,7 @@ from idempotent_messaging.components import (
 from idempotent_messaging.components.function_args import FunctionArgs
 from idempotent_messaging.components.provider import PACKAGE_NAME, IdempotentMessagingProvider
 from idempotent_messaging.components.stage_config import camel
-from idempotent_messaging.policy.offline.recorder import RecordingMonitor
+from idempotent_messaging.offline.recorder import RecordingMonitor
 
 from ..distributions import (
     ONLY_REQUIREMENTS,
@@ -52,7 +52,7 @@ from .conftest import PulumiHarness, Run, reference_code
 pytestmark = pytest.mark.infra
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-PLUGIN_DIR = REPOSITORY / "provider"
+PLUGIN_DIR = REPOSITORY / "components"
 VERSION = idempotent_messaging.__version__
 CONSUMER = f"{PACKAGE_NAME}:index:IdempotentQueueConsumer"
 FANOUT = f"{PACKAGE_NAME}:index:MonthlyFanout"
@@ -375,7 +375,7 @@ def test_the_former_components_type_token_is_an_alias(
         monitors.append(AliasRecordingMonitor(mocks, preview=preview))
         return monitors[-1]
 
-    monkeypatch.setattr("idempotent_messaging.policy.offline.runner.RecordingMonitor", recording)
+    monkeypatch.setattr("idempotent_messaging.offline.runner.RecordingMonitor", recording)
     pulumi_harness.run(lambda: component("x", args))
     name = token.rsplit(":", 1)[1]
     assert monitors[0].alias_types[(token, "x")] == [f"{PACKAGE_NAME}:components:{name}"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from idempotent_messaging import limits
 from idempotent_messaging.components import CONSUMER_OUTPUTS
-from idempotent_messaging.policy import limits
 from idempotent_messaging.runtime import env
 
 from .conftest import ACCOUNT, OUTPUT_NAMES, REGION, UNKNOWN, ConsumerRunner, Run

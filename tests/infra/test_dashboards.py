@@ -11,8 +11,8 @@ import pytest
 
 from idempotent_messaging.components import dashboards
 from idempotent_messaging.dispatch import app as dispatcher_app
-from idempotent_messaging.policy.program import ProgramRun, run_program
-from idempotent_messaging.policy.values import is_unknown
+from idempotent_messaging.offline import ProgramRun, run_program
+from idempotent_messaging.rules.values import is_unknown
 from idempotent_messaging.runtime.observability import Outcome
 from tests.stages import PROJECT_DIR
 

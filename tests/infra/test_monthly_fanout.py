@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from idempotent_messaging import limits
 from idempotent_messaging.dispatch import env as denv
-from idempotent_messaging.policy import limits
 from idempotent_messaging.runtime import env as renv
 
 from .conftest import ACCOUNT, REGION, UNKNOWN, PulumiHarness, Registered, Run, reference_code

@@ -14,7 +14,7 @@ import pytest
 
 from idempotent_messaging.components import IdempotentQueueConsumerArgs
 from idempotent_messaging.components.stage_config import settings_to_kwargs
-from idempotent_messaging.policy.program import load_project, load_stack_config
+from idempotent_messaging.offline import load_project, load_stack_config
 from tests.stages import STAGES
 from tools import preview
 

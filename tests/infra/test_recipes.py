@@ -34,11 +34,11 @@ pytestmark = pytest.mark.infra
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = REPO / "docs" / "recipes.md"
 HANDLERS_DIR = "handlers"
-RULES_DIR = "idempotent_messaging/policy/rules"
+RULES_DIR = "src/idempotent_messaging/rules"
 RULE_TESTS_DIR = "tests/policy"
 CORPUS_DIR = "tests/policy/corpus"
-CHECK_MODULE = "idempotent_messaging.policy.check"
-PROGRAM_RUNNER_MODULE = "idempotent_messaging.policy.offline.runner"
+CHECK_MODULE = "idempotent_messaging.offline"
+PROGRAM_RUNNER_MODULE = "idempotent_messaging.offline.runner"
 STAGES_MODULE = "tests.stages"
 STACK_FILE = "Pulumi.{stage}.yaml"
 CONSUMERS_KEY = "idempotent-messaging:consumers"
@@ -235,7 +235,7 @@ import hashlib, importlib, json, os, sys
 import boto3
 from moto import mock_aws
 
-from emulator import moto_patches
+from idempotent_messaging.local import moto_patches
 
 moto_patches.install()  # what moto lacks for the runtime's PartiQL status write
 resources, function_name, body = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from idempotent_messaging import limits
 from idempotent_messaging.components.stage_config import StageConfig
-from idempotent_messaging.policy import limits
-from idempotent_messaging.policy.program import ProgramRun, RecordedResource, run_program
-from idempotent_messaging.policy.values import is_unknown
+from idempotent_messaging.offline import ProgramRun, RecordedResource, run_program
+from idempotent_messaging.rules.values import is_unknown
 from tests.stages import STAGES, stack_files
 
 pytestmark = pytest.mark.infra

@@ -13,7 +13,7 @@ import yaml
 
 from idempotent_messaging.components import IdempotentQueueConsumerArgs, MonthlyFanoutArgs
 from idempotent_messaging.components.stage_config import ConfigError, build_args, settings_to_kwargs
-from idempotent_messaging.policy.program import ProgramError, ProgramRun, run_program
+from idempotent_messaging.offline import ProgramError, ProgramRun, run_program
 from tests.stages import PROJECT_DIR, STAGES, stack_files, stages
 
 pytestmark = pytest.mark.infra

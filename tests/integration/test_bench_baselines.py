@@ -17,7 +17,7 @@ import pytest
 from bench import counting, emulator_fixes
 from bench.baseline_per_record_transaction import PerRecordTransactionSettings, process_record
 from bench.consumer import LogSink, run_once
-from emulator.server import Emulator, start_emulator
+from idempotent_messaging.local.server import Emulator, start_emulator
 
 pytestmark = pytest.mark.integration
 

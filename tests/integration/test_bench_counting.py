@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from bench import counting
 from bench.dispatch import QueueSink
-from emulator.server import Emulator, start_emulator
+from idempotent_messaging.local.server import Emulator, start_emulator
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from bench import counting
 from bench.usage import aggregate
-from emulator.server import Emulator, start_emulator
+from idempotent_messaging.local.server import Emulator, start_emulator
 
 pytestmark = pytest.mark.integration
 

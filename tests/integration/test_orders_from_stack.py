@@ -30,7 +30,7 @@ from moto import mock_aws
 import handlers.charges
 import handlers.orders
 from idempotent_messaging.dispatch.keys import BillableItem, charge_message
-from idempotent_messaging.policy.program import ProgramRun, RecordedResource, run_program
+from idempotent_messaging.offline import ProgramRun, RecordedResource, run_program
 from idempotent_messaging.runtime import env
 from idempotent_messaging.runtime.clients import clients_from_env, reset_clients
 from idempotent_messaging.runtime.quarantine import (

@@ -1,5 +1,5 @@
 """The moto gaps the runtime's PartiQL requests meet, and the patch that fills them
-(emulator/moto_patches.py). Each ``stock_moto`` test asserts the gap: once moto closes it, the
+(local/moto_patches.py). Each ``stock_moto`` test asserts the gap: once moto closes it, the
 test fails and the patch goes. Each expectation is DynamoDB's documented behaviour."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from emulator import moto_patches
+from idempotent_messaging.local import moto_patches
 from idempotent_messaging.runtime import env
 from tests.integration.test_runtime_world import BUSINESS_TABLE, STATE_TABLE, Aws
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.policy.analyze import Violation
-from idempotent_messaging.policy.check import check
+from idempotent_messaging.offline import Violation, check
 
 # The fourth line defines the key policy of GOOD's alarm topic (CloudWatch may use the key to
 # publish; a default key policy would refuse it); it keeps GOOD's line numbers unchanged.

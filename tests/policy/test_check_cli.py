@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.policy.analyze import PolicyConfigError, effective_config
-from idempotent_messaging.policy.check import main
+from idempotent_messaging.offline import PolicyConfigError, effective_config, main
 from tests.policy.conftest import GOOD, write_project
 
 pytestmark = pytest.mark.policy
@@ -173,7 +172,7 @@ def test_module_entry_point_runs_as_a_subprocess_with_the_documented_exit_codes(
             [
                 sys.executable,
                 "-m",
-                "idempotent_messaging.policy.check",
+                "idempotent_messaging.offline",
                 "--project",
                 str(projects[key]),
                 "--stack",
@@ -204,12 +203,12 @@ def _boom(*_args: object, **_kwargs: object) -> None:
 @pytest.mark.parametrize(
     ("target", "stage"),
     [
-        ("idempotent_messaging.policy.offline.runner.load_project", "internal"),
-        ("idempotent_messaging.policy.offline.mocks.AwsMocks.new_resource", "program"),
-        ("idempotent_messaging.policy.offline.recorder.RecordingMonitor._record", "program"),
+        ("idempotent_messaging.offline.runner.load_project", "internal"),
+        ("idempotent_messaging.offline.mocks.AwsMocks.new_resource", "program"),
+        ("idempotent_messaging.offline.recorder.RecordingMonitor._record", "program"),
         ("pulumi_policy.policy._PolicyAnalyzerServicer.Analyze", "analysis"),
         ("pulumi_policy.policy._PolicyAnalyzerServicer.AnalyzeStack", "analysis"),
-        ("idempotent_messaging.policy.offline.cli.to_json", "internal"),
+        ("idempotent_messaging.offline.cli.to_json", "internal"),
     ],
 )
 def test_a_failure_at_any_stage_exits_2_with_a_json_error_never_1(
@@ -224,7 +223,7 @@ def test_a_failure_at_any_stage_exits_2_with_a_json_error_never_1(
 
 
 def test_an_invoke_that_fails_is_an_exit_2_naming_the_programs_line(monkeypatch, capsys):
-    monkeypatch.setattr("idempotent_messaging.policy.offline.mocks.AwsMocks.invoke_result", _boom)
+    monkeypatch.setattr("idempotent_messaging.offline.mocks.AwsMocks.invoke_result", _boom)
     project = Path(__file__).parent / "programs" / "ssm_ami_data_sources"
     code = main(["--project", str(project), "--stack", "test"])
     err = capsys.readouterr().err
@@ -238,7 +237,7 @@ def _exploding_policies(level: str, kind: str) -> list:
         StackValidationPolicy,
     )
 
-    from idempotent_messaging.policy.pack import POLICIES
+    from idempotent_messaging.rules.pack import POLICIES
 
     enforcement = EnforcementLevel(level)
     if kind == "resource":
@@ -274,7 +273,7 @@ def test_a_mandatory_rule_that_raises_fails_closed_naming_rule_and_resource(
     kind, projects, monkeypatch, capsys
 ):
     monkeypatch.setattr(
-        "idempotent_messaging.policy.offline.analyzer.POLICIES",
+        "idempotent_messaging.offline.analyzer.POLICIES",
         _exploding_policies("mandatory", kind),
     )
     code, report = run_json(capsys, "--project", str(projects["good"]), "--stack", "dev")
@@ -289,7 +288,7 @@ def test_a_mandatory_rule_that_raises_fails_closed_naming_rule_and_resource(
 
 def test_the_failing_rule_and_resource_are_named_on_stderr(projects, monkeypatch, capsys):
     monkeypatch.setattr(
-        "idempotent_messaging.policy.offline.analyzer.POLICIES",
+        "idempotent_messaging.offline.analyzer.POLICIES",
         _exploding_policies("mandatory", "stack"),
     )
     code = main(["--project", str(projects["good"]), "--stack", "dev"])
@@ -303,7 +302,7 @@ def test_the_failing_rule_and_resource_are_named_on_stderr(projects, monkeypatch
 
 def test_an_advisory_rule_that_raises_is_reported_not_fatal(projects, monkeypatch, capsys):
     monkeypatch.setattr(
-        "idempotent_messaging.policy.offline.analyzer.POLICIES",
+        "idempotent_messaging.offline.analyzer.POLICIES",
         _exploding_policies("advisory", "resource"),
     )
     code, report = run_json(capsys, "--project", str(projects["good"]), "--stack", "dev")
@@ -376,8 +375,8 @@ def test_a_stack_export_or_preview_json_is_checked_like_a_program(file, mode, ca
 
 
 def test_state_values_reach_the_pack_as_the_engine_hands_them():
-    from idempotent_messaging.policy.offline.statefile import load_state
-    from idempotent_messaging.policy.values import UNKNOWN
+    from idempotent_messaging.offline.statefile import load_state
+    from idempotent_messaging.rules.values import UNKNOWN
 
     run = load_state(CLI_JSON / "stack-export.json")
     assert (run.stack, run.project.name, run.preview) == ("prod", "orders-ts", False)

@@ -14,7 +14,7 @@ exactly, in each mode, and the exit code must be 1 exactly when a mandatory pair
 An optional `REGION = "..."` literal sets the stack's `aws:region` (default eu-west-1).
 
 Most programs run in-process through `policy.check.main` (the CLI's own entry point); a few run
-through the real `python -m idempotent_messaging.policy.check` subprocess, which must give the
+through the real `python -m idempotent_messaging.offline` subprocess, which must give the
 same report.
 `render_report` turns the results into the precision/recall section of docs/policy.md; the
 docs test fails when that section is stale (`UPDATE_POLICY_DOCS=1` rewrites it).
@@ -37,8 +37,8 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.policy.check import main
-from idempotent_messaging.policy.pack import RULES
+from idempotent_messaging.offline import main
+from idempotent_messaging.rules.pack import RULES
 
 pytestmark = pytest.mark.policy
 
@@ -188,7 +188,7 @@ def test_real_cli_subprocess_gives_the_in_process_report(
             [
                 sys.executable,
                 "-m",
-                "idempotent_messaging.policy.check",
+                "idempotent_messaging.offline",
                 *argv(project(program, tmp_path), mode),
             ],
             cwd=ROOT,

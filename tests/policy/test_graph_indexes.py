@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idempotent_messaging.policy.graph import (
+from idempotent_messaging.rules import queues
+from idempotent_messaging.rules.graph import (
     ALARM,
     ALIAS,
     FUNCTION,
@@ -26,8 +27,7 @@ from idempotent_messaging.policy.graph import (
     function_name_from_ref,
     resource_name_from_ref,
 )
-from idempotent_messaging.policy.rules import queues
-from idempotent_messaging.policy.values import UNKNOWN
+from idempotent_messaging.rules.values import UNKNOWN
 
 pytestmark = pytest.mark.policy
 

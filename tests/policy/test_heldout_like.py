@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.policy.check import main
-from idempotent_messaging.policy.pack import POLICIES
+from idempotent_messaging.offline import main
+from idempotent_messaging.rules.pack import POLICIES
 from tests.policy.test_corpus import PROGRAMS as CORPUS_PROGRAMS
 from tests.policy.test_corpus import expected as corpus_expected
 
@@ -160,7 +160,7 @@ def test_real_cli_subprocess_gives_the_in_process_report(report):
         [
             sys.executable,
             "-m",
-            "idempotent_messaging.policy.check",
+            "idempotent_messaging.offline",
             "--project",
             str(FIXTURES / program),
             "--stack",

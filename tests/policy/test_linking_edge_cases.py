@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.policy.analyze import Violation
-from idempotent_messaging.policy.check import check
+from idempotent_messaging.offline import Violation, check
 from tests.policy.conftest import pairs
 
 pytestmark = pytest.mark.policy

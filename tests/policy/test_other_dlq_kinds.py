@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from idempotent_messaging.policy.analyze import Violation
+from idempotent_messaging.offline import Violation
 from tests.policy.conftest import GOOD, pairs
 
 pytestmark = pytest.mark.policy

@@ -1,4 +1,4 @@
-"""The pack runs as the CLI runs it: `python idempotent_messaging/policy/` starts a gRPC analyzer
+"""The pack runs as the CLI runs it: `python policy` starts a gRPC analyzer
 server."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from idempotent_messaging.policy.pack import POLICY_NAMES
+from idempotent_messaging.rules.pack import POLICY_NAMES
 
 pytestmark = pytest.mark.policy
 
-POLICY_DIR = Path(__file__).resolve().parents[2] / "idempotent_messaging" / "policy"
+POLICY_DIR = Path(__file__).resolve().parents[2] / "policy"
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
 """The pack directory stands alone: `pulumi preview --policy-pack <dir>` from any project.
 
 The CLI creates the venv PulumiPolicy.yaml names inside the pack directory, installs the
-directory's requirements.txt into it and runs ``python <dir>``. Here a COPY of the directory,
-under a name of its own and far from this repository, runs in an interpreter that sees only the
-distributions requirements.txt installs (the repository's package included: it is hidden), and
-answers the engine's gRPC calls.
+directory's requirements.txt into it (pulumi-policy and the package without extras) and runs
+``python <dir>``. Here a COPY of the directory, under a name of its own and far from this
+repository, runs in an interpreter that sees only the distributions requirements.txt installs
+(the package with only its base dependencies: pulumi-aws, boto3, Powertools and PyYAML are
+hidden), and answers the engine's gRPC calls.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
 import idempotent_messaging
-from idempotent_messaging.policy.pack import POLICY_NAMES
+from idempotent_messaging.rules.pack import POLICY_NAMES
 
-from ..distributions import ONLY_REQUIREMENTS, requirement_closure, requirement_lines
+from ..distributions import (
+    ONLY_REQUIREMENTS,
+    requirement_closure,
+    requirement_lines,
+    requirement_name,
+)
 
 pytestmark = pytest.mark.policy
 
-PACK_DIR = Path(idempotent_messaging.__file__).parent / "policy"
+PACK_DIR = Path(__file__).resolve().parents[2] / "policy"
 # `python <dir>` as the CLI's language host runs it, inside the restricted interpreter.
 RUN_PACK = ONLY_REQUIREMENTS + "import runpy; runpy.run_path(os.getcwd(), run_name='__main__')\n"
 
@@ -42,7 +48,6 @@ def pack_requirements() -> list[str]:
 
 def start_pack(directory: Path, allowed: set[str]) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["ONLY_REQUIREMENTS_HIDE"] = "idempotent_messaging"
     return subprocess.Popen(  # killed by the caller: it serves until the engine stops it
         [sys.executable, "-c", RUN_PACK, *sorted(allowed)],
         cwd=directory,
@@ -86,10 +91,12 @@ def test_the_manifest_follows_the_layout_pulumi_policy_new_produces() -> None:
 
 
 def test_requirements_name_only_what_the_rules_need() -> None:
-    names = {r.split("==")[0] for r in pack_requirements()}
-    assert {"pulumi", "pulumi-policy"} <= names
-    # Neither the package (the directory IS the pack) nor the offline engine's extras.
-    assert not names & {"idempotent-messaging", "pulumi-aws", "boto3", "pyyaml"}
+    names = {requirement_name(r) for r in pack_requirements()}
+    assert {"pulumi", "pulumi-policy", "idempotent-messaging"} <= names
+    # The package without extras: none of what only the components, runtime or engine need.
+    assert "idempotent-messaging @ ${IDEMPOTENT_MESSAGING_SOURCE}" in pack_requirements()
+    closure = requirement_closure(pack_requirements())
+    assert not closure & {"pulumi-aws", "boto3", "aws-lambda-powertools", "moto"}
 
 
 def test_a_copy_of_the_directory_serves_every_policy_with_only_its_requirements(

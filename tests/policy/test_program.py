@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.policy.program import SECRET_PLACEHOLDER, ProgramError, run_program
-from idempotent_messaging.policy.values import UNKNOWN
+from idempotent_messaging.offline import SECRET_PLACEHOLDER, ProgramError, run_program
+from idempotent_messaging.rules.values import UNKNOWN
 from tests.policy.conftest import write_project
 
 pytestmark = pytest.mark.policy
@@ -238,7 +238,7 @@ def test_an_answers_file_pins_data_source_results(tmp_path):
 
 
 def test_a_malformed_answers_file_names_the_entry(tmp_path):
-    from idempotent_messaging.policy.offline.answers import AnswersError
+    from idempotent_messaging.offline.answers import AnswersError
 
     answers = tmp_path / "answers.yaml"
     answers.write_text("invokes:\n  - function: aws.ssm.get_parameter\n    result: 3\n")
@@ -280,7 +280,7 @@ MISSING = 'import pulumi_eks as eks\n\neks.Cluster("cluster")\n'
 
 
 def test_a_missing_provider_package_names_the_module_and_how_to_add_it(tmp_path):
-    from idempotent_messaging.policy.offline.errors import MissingPackageError
+    from idempotent_messaging.offline.errors import MissingPackageError
 
     project = write_project(tmp_path / "missing", MISSING)
     with pytest.raises(MissingPackageError, match="pulumi_eks") as raised:

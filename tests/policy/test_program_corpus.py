@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.policy.check import main
+from idempotent_messaging.offline import main
 
 pytestmark = pytest.mark.policy
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.policy.check import check
+from idempotent_messaging.offline import check
 from tests.stages import STAGES
 
 pytestmark = pytest.mark.policy

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.policy import pack
-from idempotent_messaging.policy.analyze import Violation
-from idempotent_messaging.policy.rules._base import Rule
+from idempotent_messaging.offline import Violation
+from idempotent_messaging.rules import pack
+from idempotent_messaging.rules._base import Rule
 from tests.policy.conftest import GOOD
 
 pytestmark = pytest.mark.policy
@@ -46,12 +46,12 @@ def test_a_new_rule_is_one_module_the_pack_discovers(tmp_path: Path):
         assert names == sorted(names)
     finally:
         module.unlink()
-        sys.modules.pop("idempotent_messaging.policy.rules.zz_recipe_probe", None)
+        sys.modules.pop("idempotent_messaging.rules.zz_recipe_probe", None)
     assert "recipe-probe" not in [r.name for r in pack.discover_rules()]
 
 
 def test_two_rules_with_one_name_are_refused(monkeypatch: pytest.MonkeyPatch):
-    from idempotent_messaging.policy.rules import queues
+    from idempotent_messaging.rules import queues
 
     clone = Rule(**{**vars(queues.dlq_has_alarm)})
     monkeypatch.setattr(queues, "dlq_has_alarm_clone", clone, raising=False)
@@ -83,7 +83,7 @@ def test_the_graph_is_built_once_per_check_not_once_per_stack_rule(
     ],
 )
 def test_runtime_rules_follow_the_dated_table(as_of: str, blocked: bool, deprecated: bool):
-    from idempotent_messaging.policy.rules import runtimes
+    from idempotent_messaging.rules import runtimes
 
     args = ("aws:lambda/function:Function", {"runtime": "python3.9"}, "fn", {"asOf": as_of})
     assert bool(runtimes.runtime_not_blocked(*args)) is blocked

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.policy.analyze import Violation
-from idempotent_messaging.policy.check import check
+from idempotent_messaging.offline import Violation, check
 from tests.policy.conftest import GOOD, pairs
 
 pytestmark = pytest.mark.policy
@@ -376,7 +375,7 @@ def test_a_crashing_rule_is_reported_on_stderr_instead_of_aborting_the_pack(
 ):
     from pulumi_policy import StackValidationArgs
 
-    from idempotent_messaging.policy.pack import MANDATORY, _stack
+    from idempotent_messaging.rules.pack import MANDATORY, _stack
 
     def boom(graph, config):
         raise RuntimeError("rule bug")

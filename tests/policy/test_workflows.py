@@ -12,7 +12,7 @@ pytestmark = pytest.mark.policy
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 # The pack directory in the repository (it runs standalone: its own PulumiPolicy.yaml venv).
-PACK_DIR = "idempotent_messaging/policy"
+PACK_DIR = "policy"
 
 
 def load(name: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from emulator.observe import OutcomeCounter
+from idempotent_messaging.local.observe import OutcomeCounter
 from idempotent_messaging.runtime import observability
 from idempotent_messaging.runtime.observability import Outcome, record_outcomes
 

@@ -1,1 +1,0 @@
-"""CrossGuard policy pack for SQS -> Lambda pipelines (stands alone: see pyproject contracts)."""

@@ -1,1 +1,0 @@
-"""The pack's rules, one concern per module; each rule declares its own metadata."""

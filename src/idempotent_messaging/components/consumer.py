@@ -1,0 +1,391 @@
+"""IdempotentQueueConsumer: SQS (+DLQ) -> Lambda with an idempotency state table.
+
+One instance creates the queues, the state table, the optional business table and
+notification topic, the function with a least-privilege role, the event source mapping and
+the alarms. Everything that decides which resources exist is validated first.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pulumi
+import pulumi_aws as aws
+
+from idempotent_messaging import limits
+from idempotent_messaging.runtime import env
+
+from . import alarms, dashboards, iam
+from .bundle import (
+    CodeError,
+    archive_assets,
+    directory_files,
+    user_code_archive,
+)
+from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
+from .consumer_validation import validate_consumer_args
+from .function import FunctionSpec, create_function
+from .inputs import component_args, schema_names
+from .powertools import deployment_layer_arn, region_and_partition_of
+from .queues import QueuePairSpec, create_queue_pair
+from .tables import KeySchema, create_state_table, create_table
+from .validation import fail
+
+__all__ = [
+    "CONSUMER_OUTPUTS",
+    "BusinessTableArgs",
+    "IdempotentQueueConsumer",
+    "IdempotentQueueConsumerArgs",
+]
+
+TYPE_TOKEN = "idempotent-messaging:index:IdempotentQueueConsumer"
+"""``<package>:index:<class>``: the token the engine expects of a component the package's
+provider hosts (components/provider.py), so Python and every other language agree on it."""
+FORMER_TYPE_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
+"""The token before the component package; aliased so existing stacks keep their resources."""
+COMPONENT_TAG_KEY = "idempotent-messaging:component"
+CONSUMER_OUTPUTS = (
+    "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
+    "state_table_name", "state_table_arn", "business_table_name", "topic_arn",
+    "function_name", "function_arn", "role_arn", "alarm_names", "alarm_topic_arn",
+    "dashboard_name",
+)  # fmt: skip
+"""Every output of the component: its annotated attributes, registered under these names."""
+
+
+def account_of(arn: str) -> str:
+    """Account id of an ARN (arn:partition:service:region:account:...)."""
+    parts = arn.split(":")
+    if len(parts) < 6 or not parts[4].isdigit():
+        raise ValueError(f"arn={arn!r}: carries no account id")
+    return parts[4]
+
+
+def consumer_code(
+    handler: str, code_path: str | None, code: pulumi.Archive | None, prefix: str = ""
+) -> pulumi.Archive:
+    """The function's archive: the user's code with the runtime merged in. Raises before any
+    resource exists; ``prefix`` names where the fields sit (``consumer_`` in MonthlyFanout)."""
+    try:
+        if code_path is not None:
+            directory = Path(code_path)
+            if not directory.is_dir():
+                raise fail(f"{prefix}code_path", code_path, "is not a directory")
+            return user_code_archive(
+                handler, directory_files(directory), f"{prefix}code_path", code_path
+            )
+        if code is None:
+            raise fail(
+                f"{prefix}code_path",
+                None,
+                f"give your handler's code: {prefix}code_path (a directory) or {prefix}code (a "
+                "pulumi archive); the library ships no consumer code of its own",
+            )
+        return user_code_archive(
+            handler, archive_assets(code, f"{prefix}code"), f"{prefix}code", type(code).__name__
+        )
+    except CodeError as exc:
+        field = exc.field if exc.field.startswith(prefix) else f"{prefix}{exc.field}"
+        raise fail(field, exc.value, exc.rule) from None
+
+
+class IdempotentQueueConsumer(pulumi.ComponentResource):
+    """An SQS consumer whose DB effects happen exactly once and notifications at least once."""
+
+    queue_url: pulumi.Output[str]
+    """URL of the source queue (producers send here)."""
+    queue_arn: pulumi.Output[str]
+    """ARN of the source queue (grant producers sqs:SendMessage on it)."""
+    queue_name: pulumi.Output[str]
+    """Name of the source queue (``<physical>`` or ``<physical>.fifo``)."""
+    dlq_url: pulumi.Output[str]
+    """URL of the dead-letter queue (the function quarantines here; redrive from here)."""
+    dlq_arn: pulumi.Output[str]
+    """ARN of the dead-letter queue (the source queue's redrive target)."""
+    dlq_name: pulumi.Output[str]
+    """Name of the dead-letter queue (its depth alarm watches this name)."""
+    state_table_name: pulumi.Output[str]
+    """The idempotency state (claim) table."""
+    state_table_arn: pulumi.Output[str]
+    """ARN of the idempotency state table."""
+    business_table_name: pulumi.Output[str | None]
+    """Created or passed-in business table; None without one."""
+    topic_arn: pulumi.Output[str | None]
+    """Notification topic (created or passed in); None without one."""
+    function_name: pulumi.Output[str]
+    """Name of the consumer Lambda function."""
+    function_arn: pulumi.Output[str]
+    """ARN of the consumer Lambda function."""
+    role_arn: pulumi.Output[str]
+    """ARN of the function's least-privilege execution role."""
+    alarm_names: pulumi.Output[list[str]]
+    """Names of every alarm the component created."""
+    alarm_topic_arn: pulumi.Output[str]
+    """Topic every alarm notifies (created or passed in)."""
+    dashboard_name: pulumi.Output[str | None]
+    """The consumer's CloudWatch dashboard; None with create_dashboard=False."""
+
+    def __init__(
+        self,
+        name: str,
+        args: IdempotentQueueConsumerArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        # The component provider host (another Pulumi language) passes the inputs as a dict;
+        # its errors then name the inputs as that language spells them.
+        from_inputs = isinstance(args, Mapping)
+        with schema_names(from_inputs):
+            args = component_args(IdempotentQueueConsumerArgs, args)
+            physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
+            visibility = validate_consumer_args(name, physical, args)
+            code = consumer_code(args.handler, args.code_path, args.code)
+        super().__init__(
+            TYPE_TOKEN,
+            name,
+            None,
+            pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPE_TOKEN)])
+            ),
+        )
+
+        tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
+        kms = args.kms_master_key_id
+
+        # --- Queues ----------------------------------------------------------------------------
+        pair = create_queue_pair(
+            f"{name}-queue",
+            QueuePairSpec(
+                queue_name=physical,
+                fifo=args.fifo,
+                content_based_deduplication=args.content_based_deduplication,
+                high_throughput=args.high_throughput_fifo,
+                visibility_timeout_seconds=visibility,
+                message_retention_seconds=args.message_retention_seconds,
+                dlq_message_retention_seconds=args.dlq_message_retention_seconds,
+                max_receive_count=args.max_receive_count,
+                kms_master_key_id=kms,
+                tags=tags,
+            ),
+            parent=self,
+        )
+        queue, dlq = pair.queue, pair.dlq
+
+        # --- Tables ----------------------------------------------------------------------------
+        state_table = create_state_table(
+            f"{name}-state",
+            table_name=f"{physical}-idempotency-state",
+            layout=args.state_key_layout,
+            ttl_attribute=args.state_ttl_attribute,
+            kms_key_arn=kms,
+            tags=tags,
+            parent=self,
+        )
+        business_name: pulumi.Input[str] | None = None
+        business_arn: pulumi.Input[str] | None = None
+        if args.business_table is not None:
+            spec = args.business_table
+            business = create_table(
+                f"{name}-{spec.name}",
+                table_name=f"{physical}-{spec.name}",
+                schema=KeySchema(
+                    hash_key=spec.hash_key,
+                    hash_key_type=spec.hash_key_type,
+                    range_key=spec.range_key,
+                    range_key_type=spec.range_key_type,
+                ),
+                kms_key_arn=kms,
+                tags=tags,
+                parent=self,
+            )
+            business_name, business_arn = business.name, business.arn
+        elif args.existing_business_table_name is not None:
+            business_name = args.existing_business_table_name
+            business_arn = args.existing_business_table_arn
+
+        # --- Topics ----------------------------------------------------------------------------
+        topic_arn: pulumi.Input[str] | None = args.notification_topic_arn
+        if args.create_notification_topic:
+            topic = aws.sns.Topic(
+                f"{name}-notifications",
+                name=f"{physical}-notifications",
+                # The AWS-managed key works for publishers in this account (the function).
+                kms_master_key_id=kms if kms is not None else "alias/aws/sns",
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            topic_arn = topic.arn
+
+        if args.alarm_topic_arn is None:
+            alarm_topic = alarms.create_alarm_topic(
+                f"{name}-alarms",
+                topic_name=f"{physical}-alarms",
+                # The key policy names this account's root in this partition (aws-cn, ...).
+                account_id=queue.arn.apply(account_of),
+                partition=queue.arn.apply(lambda arn: region_and_partition_of(arn)[1]),
+                emails=args.alarm_emails,
+                tags=tags,
+                parent=self,
+            )
+            alarm_topic_arn: pulumi.Input[str] = alarm_topic.topic.arn
+        else:
+            alarm_topic_arn = args.alarm_topic_arn
+        alarm_actions = [alarm_topic_arn]
+
+        # --- Function --------------------------------------------------------------------------
+        statements = [
+            iam.consume_queue_statement(queue.arn),
+            iam.send_queue_statement("QuarantineToDeadLetterQueue", dlq.arn),
+            iam.table_statement("ClaimEvents", state_table.arn, iam.DYNAMODB_STATE_ACTIONS),
+        ]
+        if business_arn is not None:
+            statements.append(
+                iam.table_statement(
+                    "WriteBusinessRows", business_arn, iam.DYNAMODB_BUSINESS_ACTIONS
+                )
+            )
+        if topic_arn is not None:
+            statements.append(iam.publish_statement("PublishNotifications", topic_arn))
+        if kms is not None:
+            statements.append(iam.kms_statement(kms))
+
+        environment: dict[str, pulumi.Input[str]] = {
+            **dict(args.environment),
+            env.STATE_TABLE: state_table.name,
+            env.STATE_KEY_LAYOUT: args.state_key_layout,
+            env.STATE_TTL_ATTRIBUTE: args.state_ttl_attribute,
+            env.CLAIM_TTL_SECONDS: str(args.claim_ttl_seconds),
+            env.DLQ_URL: dlq.url,
+            env.SOURCE_QUEUE_FIFO: "true" if args.fifo else "false",
+            env.SOURCE_RETENTION_SECONDS: str(args.message_retention_seconds),
+            env.DLQ_RETENTION_SECONDS: str(args.dlq_message_retention_seconds),
+            env.MAX_RECEIVE_COUNT: str(args.max_receive_count),
+            env.IDEMPOTENCY_STRATEGY: args.idempotency_strategy,
+            env.POWERTOOLS_SERVICE_NAME: args.service_name or name,
+            env.POWERTOOLS_LOG_LEVEL: args.log_level,
+            env.POWERTOOLS_METRICS_NAMESPACE: args.metrics_namespace,
+            env.POWERTOOLS_TRACE_DISABLED: "false" if args.tracing else "true",
+        }
+        if business_name is not None:
+            environment[env.BUSINESS_TABLE] = business_name
+        if topic_arn is not None:
+            environment[env.NOTIFICATION_TOPIC_ARN] = topic_arn
+
+        layer = deployment_layer_arn(
+            architecture=args.architecture,
+            runtime=args.runtime,
+            version=args.powertools_layer_version,
+            regional_arn=queue.arn,
+            opts=opts,
+        )
+
+        fn = create_function(
+            f"{name}-consumer",
+            FunctionSpec(
+                function_name=f"{physical}-consumer",
+                handler=args.handler,
+                code=code,
+                runtime=args.runtime,
+                architecture=args.architecture,
+                timeout_seconds=args.function_timeout_seconds,
+                memory_size_mb=args.memory_size_mb,
+                environment=environment,
+                layers=[layer],
+                tracing=args.tracing,
+                reserved_concurrency=args.reserved_concurrency,
+                log_retention_days=args.log_retention_days,
+                description=f"Idempotent consumer of {physical}",
+                tags=tags,
+            ),
+            statements=statements,
+            alarm_actions=alarm_actions,
+            parent=self,
+        )
+
+        # --- Event source mapping ------------------------------------------------------------
+        aws.lambda_.EventSourceMapping(
+            f"{name}-esm",
+            event_source_arn=queue.arn,
+            function_name=fn.function.arn,
+            batch_size=args.batch_size,
+            # FIFO sources accept no batching window at all (validated to be 0): omit it.
+            maximum_batching_window_in_seconds=(
+                None if args.fifo else args.maximum_batching_window_seconds
+            ),
+            # Always: one failed record must not send its nine successful neighbours back.
+            function_response_types=["ReportBatchItemFailures"],
+            scaling_config=(
+                aws.lambda_.EventSourceMappingScalingConfigArgs(
+                    maximum_concurrency=args.maximum_concurrency
+                )
+                if args.maximum_concurrency is not None
+                else None
+            ),
+            tags=tags,
+            # Lambda checks the role can read the queue when the mapping is created.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[fn.role_policy]),
+        )
+
+        # --- Queue alarms ----------------------------------------------------------------------
+        age_threshold = args.age_alarm_threshold_seconds or limits.age_alarm_threshold(
+            args.message_retention_seconds
+        )
+        queue_alarms = [
+            alarms.dlq_visible_alarm(
+                f"{name}-alarm-dlq",
+                alarm_name=f"{physical}-dlq-not-empty",
+                dlq_name=dlq.name,
+                actions=alarm_actions,
+                tags=tags,
+                parent=self,
+            ),
+            alarms.oldest_message_age_alarm(
+                f"{name}-alarm-age",
+                alarm_name=f"{physical}-oldest-message-age",
+                queue_name=queue.name,
+                threshold_seconds=age_threshold,
+                actions=alarm_actions,
+                tags=tags,
+                parent=self,
+            ),
+        ]
+        all_alarms = [*queue_alarms, *fn.alarms]
+
+        # --- Dashboard -------------------------------------------------------------------------
+        dashboard_name: pulumi.Input[str] | None = None
+        if args.create_dashboard:
+            service_name = args.service_name or name
+            dashboard = dashboards.create_dashboard(
+                f"{name}-dashboard",
+                dashboard_name=f"{physical}-consumer",
+                regional_arn=queue.arn,
+                names={
+                    "queue_name": queue.name,
+                    "dlq_name": dlq.name,
+                    "function_name": fn.function.name,
+                },
+                build=lambda **names: dashboards.consumer_widgets(
+                    **names,
+                    metrics_namespace=args.metrics_namespace,
+                    service_name=service_name,
+                ),
+                parent=self,
+            )
+            dashboard_name = dashboard.dashboard_name
+
+        # --- Outputs ---------------------------------------------------------------------------
+        self.queue_url = queue.url
+        self.queue_arn = queue.arn
+        self.queue_name = queue.name
+        self.dlq_url = dlq.url
+        self.dlq_arn = dlq.arn
+        self.dlq_name = dlq.name
+        self.state_table_name = state_table.name
+        self.state_table_arn = state_table.arn
+        self.business_table_name = pulumi.Output.from_input(business_name)
+        self.topic_arn = pulumi.Output.from_input(topic_arn)
+        self.function_name = fn.function.name
+        self.function_arn = fn.function.arn
+        self.role_arn = fn.role.arn
+        self.alarm_names = pulumi.Output.all(*[alarm.name for alarm in all_alarms])
+        self.alarm_topic_arn = pulumi.Output.from_input(alarm_topic_arn)
+        self.dashboard_name = pulumi.Output.from_input(dashboard_name)
+        self.register_outputs({output: getattr(self, output) for output in CONSUMER_OUTPUTS})

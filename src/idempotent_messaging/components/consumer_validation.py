@@ -1,0 +1,346 @@
+"""Constructor-time validation of IdempotentQueueConsumerArgs (before any resource exists)."""
+
+from __future__ import annotations
+
+import re
+
+from idempotent_messaging import limits
+from idempotent_messaging.runtime import env
+
+from .consumer_args import (
+    STRATEGY_POWERTOOLS,
+    STRATEGY_TRANSACTIONAL,
+    IdempotentQueueConsumerArgs,
+)
+from .validation import (
+    MAX_PHYSICAL_NAME_LEN,
+    check_alarm_target,
+    check_choice,
+    check_memory,
+    check_name,
+    check_range,
+    fail,
+    validate_function_args,
+)
+
+KEY_TYPES = ("S", "N", "B")
+
+_MODULE_HANDLER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_ATTR_RE = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+_TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_KMS_KEY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+
+# Variables the component sets itself; user `environment` may not override them.
+RESERVED_ENV_KEYS = frozenset(
+    {
+        env.STATE_TABLE,
+        env.STATE_KEY_LAYOUT,
+        env.STATE_TTL_ATTRIBUTE,
+        env.CLAIM_TTL_SECONDS,
+        env.BUSINESS_TABLE,
+        env.NOTIFICATION_TOPIC_ARN,
+        env.DLQ_URL,
+        env.SOURCE_QUEUE_FIFO,
+        env.SOURCE_RETENTION_SECONDS,
+        env.DLQ_RETENTION_SECONDS,
+        env.MAX_RECEIVE_COUNT,
+        env.IDEMPOTENCY_STRATEGY,
+        env.POWERTOOLS_SERVICE_NAME,
+        env.POWERTOOLS_LOG_LEVEL,
+        env.POWERTOOLS_METRICS_NAMESPACE,
+        env.POWERTOOLS_TRACE_DISABLED,
+    }
+)
+# Lambda reserves these itself; setting them fails at deploy time.
+LAMBDA_RESERVED_ENV_PREFIXES = ("AWS_", "LAMBDA_")
+LAMBDA_RESERVED_ENV_KEYS = frozenset({"_HANDLER", "_X_AMZN_TRACE_ID", "TZ"})
+
+
+def validate_consumer_args(name: str, physical_name: str, args: IdempotentQueueConsumerArgs) -> int:
+    """Validate every arg; return the effective visibility timeout (derived or explicit)."""
+    check_name("name", name, 64)
+    check_name("physical_name", physical_name, MAX_PHYSICAL_NAME_LEN)
+    _validate_function(args)
+    visibility = _validate_queues(args)
+    _validate_state(args)
+    _validate_business_and_topics(args)
+    _validate_alarms(args)
+    return visibility
+
+
+def check_handler(field: str, handler: object) -> None:
+    """A Lambda handler string: ``<module>.<function>``, the module a path from the code root."""
+    if not isinstance(handler, str) or not _MODULE_HANDLER_RE.match(handler):
+        raise fail(
+            field,
+            handler,
+            "must be '<module>.<function>' (e.g. 'app.handler'), the module a path from "
+            "the root of your code",
+        )
+
+
+def _validate_function(args: IdempotentQueueConsumerArgs) -> None:
+    if args.code_path is not None and args.code is not None:
+        raise fail("code", type(args.code).__name__, "give either code_path or code, not both")
+    check_handler("handler", args.handler)
+    validate_function_args(args)
+    check_range(
+        "function_timeout_seconds",
+        args.function_timeout_seconds,
+        limits.LAMBDA_MIN_TIMEOUT_S,
+        limits.LAMBDA_MAX_TIMEOUT_S,
+        " seconds (Lambda's limits)",
+    )
+    check_memory("memory_size_mb", args.memory_size_mb)
+    if args.reserved_concurrency is not None:
+        check_range(
+            "reserved_concurrency",
+            args.reserved_concurrency,
+            1,
+            100_000,
+            " (0 would stop the consumer and age every message into the DLQ)",
+        )
+    if args.service_name is not None:
+        check_name("service_name", args.service_name, 128)
+    if args.idempotency_strategy == STRATEGY_POWERTOOLS:
+        # The runtime refuses it too: Powertools writes its idempotency record apart from the
+        # business write, so a crash between the two applies the business effect twice.
+        raise fail(
+            "idempotency_strategy",
+            args.idempotency_strategy,
+            f"is withdrawn: its idempotency record and the business write are not atomic; "
+            f"use {STRATEGY_TRANSACTIONAL!r} (claim and business write in one transaction)",
+        )
+    check_choice("idempotency_strategy", args.idempotency_strategy, (STRATEGY_TRANSACTIONAL,))
+    for key in args.environment:
+        if not isinstance(key, str) or not _ENV_KEY_RE.match(key):
+            raise fail("environment", key, "keys must match [A-Za-z][A-Za-z0-9_]*")
+        if key in RESERVED_ENV_KEYS:
+            raise fail("environment", key, "is set by the component and may not be overridden")
+        if key in LAMBDA_RESERVED_ENV_KEYS or key.startswith(LAMBDA_RESERVED_ENV_PREFIXES):
+            raise fail("environment", key, "is reserved by Lambda")
+
+
+def _validate_queues(args: IdempotentQueueConsumerArgs) -> int:
+    if args.content_based_deduplication and not args.fifo:
+        raise fail(
+            "content_based_deduplication",
+            args.content_based_deduplication,
+            "applies to FIFO queues only; set fifo=True or leave it False",
+        )
+    if args.high_throughput_fifo and not args.fifo:
+        raise fail(
+            "high_throughput_fifo",
+            args.high_throughput_fifo,
+            "applies to FIFO queues only; set fifo=True or leave it False",
+        )
+    check_range(
+        "maximum_batching_window_seconds",
+        args.maximum_batching_window_seconds,
+        0,
+        limits.SQS_MAX_BATCHING_WINDOW_S,
+        " seconds",
+    )
+    if args.fifo and args.maximum_batching_window_seconds != 0:
+        raise fail(
+            "maximum_batching_window_seconds",
+            args.maximum_batching_window_seconds,
+            "must be 0 for a FIFO queue: Lambda supports no batching window on FIFO sources",
+        )
+    max_batch = limits.SQS_MAX_BATCH_SIZE_FIFO if args.fifo else limits.SQS_MAX_BATCH_SIZE_STANDARD
+    check_range(
+        "batch_size",
+        args.batch_size,
+        1,
+        max_batch,
+        " for a FIFO queue" if args.fifo else " for a standard queue",
+    )
+    if (
+        args.batch_size > limits.SQS_BATCH_SIZE_WITHOUT_WINDOW
+        and args.maximum_batching_window_seconds < 1
+    ):
+        raise fail(
+            "batch_size",
+            args.batch_size,
+            f"above {limits.SQS_BATCH_SIZE_WITHOUT_WINDOW} needs "
+            "maximum_batching_window_seconds >= 1 (got "
+            f"{args.maximum_batching_window_seconds})",
+        )
+    if args.maximum_concurrency is not None:
+        check_range(
+            "maximum_concurrency",
+            args.maximum_concurrency,
+            limits.ESM_MIN_MAXIMUM_CONCURRENCY,
+            limits.ESM_MAX_MAXIMUM_CONCURRENCY,
+        )
+        if (
+            args.reserved_concurrency is not None
+            and args.maximum_concurrency > args.reserved_concurrency
+        ):
+            raise fail(
+                "maximum_concurrency",
+                args.maximum_concurrency,
+                f"must not exceed reserved_concurrency {args.reserved_concurrency}, "
+                "or the mapping is throttled and messages age into the DLQ",
+            )
+    check_range(
+        "message_retention_seconds",
+        args.message_retention_seconds,
+        limits.SQS_MIN_RETENTION_S,
+        limits.SQS_MAX_RETENTION_S,
+        " seconds (60 s..14 days)",
+    )
+    check_range(
+        "dlq_message_retention_seconds",
+        args.dlq_message_retention_seconds,
+        limits.SQS_MIN_RETENTION_S,
+        limits.SQS_MAX_RETENTION_S,
+        " seconds (60 s..14 days)",
+    )
+    if args.dlq_message_retention_seconds <= args.message_retention_seconds:
+        raise fail(
+            "dlq_message_retention_seconds",
+            args.dlq_message_retention_seconds,
+            "must be greater than message_retention_seconds "
+            f"{args.message_retention_seconds}: messages keep their original enqueue time "
+            "in the DLQ",
+        )
+    check_range(
+        "max_receive_count",
+        args.max_receive_count,
+        limits.DEFAULT_MIN_MAX_RECEIVE_COUNT,
+        limits.DEFAULT_MAX_MAX_RECEIVE_COUNT,
+        " (lower dead-letters transient failures; higher burns retries on poison messages)",
+    )
+    if isinstance(args.kms_master_key_id, str) and not _KMS_KEY_ARN_RE.match(
+        args.kms_master_key_id
+    ):
+        raise fail(
+            "kms_master_key_id",
+            args.kms_master_key_id,
+            "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>) so the "
+            "function's role can be granted on exactly that key",
+        )
+    return _visibility(args)
+
+
+def _visibility(args: IdempotentQueueConsumerArgs) -> int:
+    recommended = limits.recommended_visibility_timeout(
+        args.function_timeout_seconds, args.maximum_batching_window_seconds
+    )
+    explicit = args.visibility_timeout_seconds
+    if explicit is None:
+        if recommended > limits.SQS_MAX_VISIBILITY_TIMEOUT_S:
+            raise fail(
+                "function_timeout_seconds",
+                args.function_timeout_seconds,
+                f"derived visibility timeout {recommended} s exceeds the SQS maximum "
+                f"{limits.SQS_MAX_VISIBILITY_TIMEOUT_S} s",
+            )
+        return recommended
+    check_range(
+        "visibility_timeout_seconds", explicit, 0, limits.SQS_MAX_VISIBILITY_TIMEOUT_S, " seconds"
+    )
+    if explicit < args.function_timeout_seconds:
+        raise fail(
+            "visibility_timeout_seconds",
+            explicit,
+            f"is below the function timeout {args.function_timeout_seconds} s; Lambda refuses "
+            "such an event source (no opt-out)",
+        )
+    if explicit < recommended and not args.allow_visibility_below_recommended:
+        raise fail(
+            "visibility_timeout_seconds",
+            explicit,
+            f"is below {limits.DEFAULT_VISIBILITY_MULTIPLIER} x function timeout "
+            f"{args.function_timeout_seconds} s + batching window "
+            f"{args.maximum_batching_window_seconds} s = {recommended} s; raise it, leave it "
+            "None to derive it, or set allow_visibility_below_recommended=True",
+        )
+    return explicit
+
+
+def _validate_state(args: IdempotentQueueConsumerArgs) -> None:
+    check_choice(
+        "state_key_layout", args.state_key_layout, (env.LAYOUT_EVENT_ID, env.LAYOUT_TENANT)
+    )
+    if not isinstance(args.state_ttl_attribute, str) or not _ATTR_RE.match(
+        args.state_ttl_attribute
+    ):
+        raise fail("state_ttl_attribute", args.state_ttl_attribute, "is not an attribute name")
+    key_attributes = (
+        {env.EVENT_ID_KEY}
+        if args.state_key_layout == env.LAYOUT_EVENT_ID
+        else {env.TENANT_PARTITION_KEY, env.TENANT_SORT_KEY}
+    )
+    if args.state_ttl_attribute in key_attributes:
+        raise fail("state_ttl_attribute", args.state_ttl_attribute, "may not be a key attribute")
+    minimum = args.message_retention_seconds + args.dlq_message_retention_seconds
+    check_range("claim_ttl_seconds", args.claim_ttl_seconds, 1, 10 * 365 * 24 * 3600)
+    if args.claim_ttl_seconds < minimum:
+        raise fail(
+            "claim_ttl_seconds",
+            args.claim_ttl_seconds,
+            f"must be >= message_retention_seconds + dlq_message_retention_seconds = {minimum}: "
+            "a message redriven from the DLQ must still find its claim",
+        )
+
+
+def _validate_business_and_topics(args: IdempotentQueueConsumerArgs) -> None:
+    table = args.business_table
+    has_existing = (
+        args.existing_business_table_name is not None
+        or args.existing_business_table_arn is not None
+    )
+    if table is not None and has_existing:
+        raise fail(
+            "business_table",
+            table.name,
+            "give either business_table or existing_business_table_name/arn, not both",
+        )
+    if has_existing and (
+        args.existing_business_table_name is None or args.existing_business_table_arn is None
+    ):
+        raise fail(
+            "existing_business_table_arn",
+            args.existing_business_table_arn,
+            "existing_business_table_name and existing_business_table_arn go together "
+            "(the name for the runtime, the ARN for the grant)",
+        )
+    if table is not None:
+        if not isinstance(table.name, str) or not _TABLE_RE.match(table.name):
+            raise fail("business_table.name", table.name, "must be 3..255 of [A-Za-z0-9_.-]")
+        if not isinstance(table.hash_key, str) or not _ATTR_RE.match(table.hash_key):
+            raise fail("business_table.hash_key", table.hash_key, "is not an attribute name")
+        check_choice("business_table.hash_key_type", table.hash_key_type, KEY_TYPES)
+        if table.range_key is not None:
+            if not _ATTR_RE.match(table.range_key) or table.range_key == table.hash_key:
+                raise fail(
+                    "business_table.range_key",
+                    table.range_key,
+                    "must be an attribute name different from hash_key",
+                )
+            check_choice("business_table.range_key_type", table.range_key_type, KEY_TYPES)
+    if args.create_notification_topic and args.notification_topic_arn is not None:
+        raise fail(
+            "notification_topic_arn",
+            args.notification_topic_arn,
+            "give either create_notification_topic=True or notification_topic_arn, not both",
+        )
+
+
+def _validate_alarms(args: IdempotentQueueConsumerArgs) -> None:
+    check_alarm_target(args.alarm_emails, args.alarm_topic_arn)
+    if args.age_alarm_threshold_seconds is not None:
+        check_range(
+            "age_alarm_threshold_seconds",
+            args.age_alarm_threshold_seconds,
+            60,
+            args.message_retention_seconds - 1,
+            " seconds (the alarm must fire before the source queue's retention deletes "
+            "the message)",
+        )
+    for key, value in args.tags.items():
+        if not isinstance(key, str) or not isinstance(value, str) or not key or len(key) > 128:
+            raise fail("tags", key, "keys and values must be strings; keys 1..128 characters")

@@ -1,0 +1,97 @@
+"""DynamoDB tables: the idempotency state table and declared business tables.
+
+Both: on-demand billing (consumers burst with the queue), point-in-time recovery, SSE with
+an AWS-managed key unless a KMS key ARN is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from idempotent_messaging import limits
+from idempotent_messaging.runtime import env
+
+
+@dataclass(frozen=True)
+class KeySchema:
+    hash_key: str
+    hash_key_type: str = "S"
+    range_key: str | None = None
+    range_key_type: str = "S"
+
+
+def state_key_schema(layout: str) -> KeySchema:
+    """``event_id``: partition key event_id (the producer's event id). ``tenant``: pk = tenant,
+    sk = namespace#key."""
+    if layout == env.LAYOUT_EVENT_ID:
+        return KeySchema(hash_key=env.EVENT_ID_KEY)
+    if layout == env.LAYOUT_TENANT:
+        return KeySchema(hash_key=env.TENANT_PARTITION_KEY, range_key=env.TENANT_SORT_KEY)
+    raise ValueError(
+        f"state_key_layout={layout!r}: must be one of {[env.LAYOUT_EVENT_ID, env.LAYOUT_TENANT]}"
+    )
+
+
+def create_table(
+    resource_name: str,
+    *,
+    table_name: str,
+    schema: KeySchema,
+    ttl_attribute: str | None = None,
+    kms_key_arn: pulumi.Input[str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> aws.dynamodb.Table:
+    attributes = [aws.dynamodb.TableAttributeArgs(name=schema.hash_key, type=schema.hash_key_type)]
+    if schema.range_key is not None:
+        attributes.append(
+            aws.dynamodb.TableAttributeArgs(name=schema.range_key, type=schema.range_key_type)
+        )
+    return aws.dynamodb.Table(
+        resource_name,
+        name=table_name,
+        billing_mode="PAY_PER_REQUEST",
+        hash_key=schema.hash_key,
+        range_key=schema.range_key,
+        attributes=attributes,
+        ttl=(
+            aws.dynamodb.TableTtlArgs(attribute_name=ttl_attribute, enabled=True)
+            if ttl_attribute is not None
+            else None
+        ),
+        point_in_time_recovery=aws.dynamodb.TablePointInTimeRecoveryArgs(enabled=True),
+        server_side_encryption=aws.dynamodb.TableServerSideEncryptionArgs(
+            enabled=True, kms_key_arn=kms_key_arn
+        ),
+        tags=dict(tags or {}),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def create_state_table(
+    resource_name: str,
+    *,
+    table_name: str,
+    layout: str,
+    ttl_attribute: str,
+    kms_key_arn: pulumi.Input[str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> aws.dynamodb.Table:
+    """The claim table, tagged so the policy pack recognises it as idempotency state."""
+    return create_table(
+        resource_name,
+        table_name=table_name,
+        schema=state_key_schema(layout),
+        ttl_attribute=ttl_attribute,
+        kms_key_arn=kms_key_arn,
+        tags={
+            **dict(tags or {}),
+            limits.IDEMPOTENCY_TABLE_TAG_KEY: limits.IDEMPOTENCY_TABLE_TAG_VALUE,
+        },
+        parent=parent,
+    )

@@ -1,0 +1,82 @@
+"""The offline policy engine: plays the Pulumi engine's part so the pack runs without the CLI.
+
+    project   Pulumi.yaml / Pulumi.<stack>.yaml / the program's own virtualenv
+    typed     plausible values typed by the provider SDK's classes (outputs, invoke results)
+    answers   a user's pinned data-source results
+    mocks     AwsMocks: what AWS would answer, regional and typed
+    recorder  RecordingMonitor: every registration with the wire data an analyzer receives
+    runner    run_program / run_function: a program run in-process, isolated
+    analyzer  pulumi-policy's own analyzer servicer driven in-process; rules fail closed
+    report    text / JSON / SARIF
+    cli       `idempotent-messaging-check` / `python -m idempotent_messaging.offline`
+
+The pack's rule modules never import this package (an import-linter contract says so): the
+engine depends on the pack, never the reverse. The infra tests and the emulator deploy use the
+same recorder and runner.
+"""
+
+from .analyzer import (
+    PolicyConfigError,
+    RuleError,
+    Violation,
+    analyze,
+    analyze_with_errors,
+    effective_config,
+    load_config_file,
+    make_servicer,
+    pack_version,
+)
+from .cli import check, check_report, main, repo_root, run
+from .errors import MissingPackageError, OfflineCheckError, ProgramError
+from .mocks import AwsMocks, policy_document_from_args
+from .project import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_REGION,
+    SECRET_PLACEHOLDER,
+    STACK_TYPE,
+    ProjectSpec,
+    StackConfig,
+    load_project,
+    load_stack_config,
+)
+from .recorder import RecordedResource, RecordingMonitor, struct_to_plain
+from .report import to_json, to_sarif, to_text
+from .runner import ProgramRun, run_program
+
+__all__ = [
+    "DEFAULT_ACCOUNT_ID",
+    "DEFAULT_REGION",
+    "SECRET_PLACEHOLDER",
+    "STACK_TYPE",
+    "AwsMocks",
+    "MissingPackageError",
+    "OfflineCheckError",
+    "PolicyConfigError",
+    "ProgramError",
+    "ProgramRun",
+    "ProjectSpec",
+    "RecordedResource",
+    "RecordingMonitor",
+    "RuleError",
+    "StackConfig",
+    "Violation",
+    "analyze",
+    "analyze_with_errors",
+    "check",
+    "check_report",
+    "effective_config",
+    "load_config_file",
+    "load_project",
+    "load_stack_config",
+    "main",
+    "make_servicer",
+    "pack_version",
+    "policy_document_from_args",
+    "repo_root",
+    "run",
+    "run_program",
+    "struct_to_plain",
+    "to_json",
+    "to_sarif",
+    "to_text",
+]

@@ -1,0 +1,88 @@
+"""Pinned data-source answers: the values a user wants an offline check to see.
+
+Offline, a data source is answered with plausible values typed by its result type
+(``policy.offline.typed``). Where a rule's verdict depends on the real value (an SSM parameter
+holding a batch size, the AMI a fleet uses), pin it in a YAML file, passed with
+``--answers FILE`` or found beside the program as ``offline-answers.yaml``::
+
+    invokes:
+      - function: aws.ssm.get_parameter          # Python name or the token
+        args: {name: /orders/batch-size}         # optional: only calls with these arguments
+        result: {value: "10"}                    # wire (camelCase) names; merged over the default
+
+The first entry whose function and arguments match wins; its ``result`` keys replace those
+of the plausible answer, the other fields keep their typed placeholders.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import OfflineCheckError
+
+ANSWERS_FILE_NAME = "offline-answers.yaml"
+
+
+class AnswersError(OfflineCheckError):
+    """The answers file is malformed; the message names the entry and the problem."""
+
+
+def to_token(function: str) -> str:
+    """`aws.ssm.get_parameter` / `aws.get_caller_identity` -> the invoke token."""
+    if function.count(":") == 2:
+        return function
+    parts = function.split(".")
+    if len(parts) < 2:
+        raise AnswersError(f"function {function!r} is neither a token nor `pkg.module.get_x`")
+    provider, name = parts[0], parts[-1]
+    module = "/".join(parts[1:-1]) or "index"
+    camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
+    return f"{provider}:{module}/{camel}:{camel}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    token: str
+    args: dict[str, Any]
+    result: dict[str, Any]
+
+
+@dataclass
+class Answers:
+    entries: list[Answer] = field(default_factory=list)
+    source: str | None = None
+
+    def apply(self, token: str, given: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        for entry in self.entries:
+            if entry.token == token and all(given.get(k) == v for k, v in entry.args.items()):
+                return {**result, **entry.result}
+        return result
+
+
+def load_answers(path: str | os.PathLike[str]) -> Answers:
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise AnswersError(f"cannot read answers file {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise AnswersError(f"answers file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("invokes", []), list):
+        raise AnswersError(f"answers file {path}: expected a mapping with an `invokes:` list")
+    entries: list[Answer] = []
+    for index, raw in enumerate(doc.get("invokes") or []):
+        where = f"answers file {path}: invokes[{index}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("function"), str):
+            raise AnswersError(f"{where}: needs a `function:` (e.g. aws.ssm.get_parameter)")
+        args, result = raw.get("args") or {}, raw.get("result")
+        if not isinstance(args, dict):
+            raise AnswersError(f"{where}: `args` must be a mapping of argument names to values")
+        if not isinstance(result, dict):
+            raise AnswersError(f"{where}: `result` must be a mapping of result fields to values")
+        entries.append(Answer(to_token(raw["function"]), args, result))
+    return Answers(entries, str(path))

@@ -1,0 +1,97 @@
+"""run-month: invoke the monthly dispatcher for one month, on real AWS or in the emulator.
+
+On AWS (or any endpoint that runs Lambda) this is a synchronous Invoke. The emulator path is
+the emulator's own program (`python -m
+idempotent_messaging.local.run_month`), which this module runs as a child
+process: ops never imports the emulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from idempotent_messaging.ops.dlq import OpsError
+from idempotent_messaging.ops.outputs import find_value
+
+MANUAL_TRIGGER = "manual"
+# The emulator's entry for --target emulator, run from the repository that holds ops/.
+EMULATOR_RUN_MONTH = "idempotent_messaging.local.run_month"
+REPO_DIR = Path(__file__).resolve().parents[2]
+
+
+def validate_month(month: str) -> str:
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        raise OpsError(f"--month must be YYYY-MM (e.g. 2026-06), got {month!r}")
+    return month
+
+
+def manual_payload(month: str) -> dict[str, str]:
+    return {"month": validate_month(month), "trigger": MANUAL_TRIGGER}
+
+
+def dispatcher_name(outputs: dict[str, Any]) -> str:
+    name = find_value(outputs, "dispatcher", "name")
+    if not name:
+        raise OpsError(
+            "the stack outputs name no dispatcher function (an output key containing "
+            "'dispatcher' and 'name'); is a MonthlyFanout deployed in this stack?"
+        )
+    return name
+
+
+def run_month_aws(lambda_client: Any, outputs: dict[str, Any], month: str) -> dict[str, Any]:
+    """Synchronous Lambda invoke of the deployed dispatcher with the manual trigger."""
+    name = dispatcher_name(outputs)
+    response = lambda_client.invoke(
+        FunctionName=name,
+        InvocationType="RequestResponse",
+        Payload=json.dumps(manual_payload(month)).encode(),
+    )
+    payload = response["Payload"].read().decode() if response.get("Payload") else ""
+    try:
+        body: Any = json.loads(payload) if payload else None
+    except json.JSONDecodeError:
+        body = payload
+    if response.get("FunctionError"):
+        raise OpsError(f"dispatcher {name} failed ({response['FunctionError']}): {body}")
+    return {"function": name, "response": body}
+
+
+def run_month_in_emulator(
+    stack: str,
+    month: str,
+    *,
+    seed: int = 0,
+    project_dir: Path | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
+    """Run the emulator's own run-month entry as a child process, relaying its output.
+
+    The emulator is this repository's development tooling (moto, the Pulumi engine under
+    mocks); this CLI works against real AWS and never imports it, so it runs the emulator as
+    a program, as `--stack` runs the `pulumi` CLI. Returns 0, or 2 when the run failed (the
+    child has printed why on stderr)."""
+    validate_month(month)
+    if not (REPO_DIR / "emulator" / "run_month.py").is_file():
+        raise OpsError(
+            f"--target emulator needs this repository's emulator/ next to ops/ in {REPO_DIR}; "
+            "for another emulator use --target aws with --endpoint-url"
+        )
+    command = [sys.executable, "-u", "-m", EMULATOR_RUN_MONTH, "--stack", stack, "--month", month]
+    command += ["--seed", str(seed)]
+    if project_dir is not None:
+        command += ["--project", str(project_dir.resolve())]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_DIR), env.get("PYTHONPATH")) if p)
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            out(line.rstrip("\n"))
+    return 0 if child.returncode == 0 else 2

@@ -1,8 +1,10 @@
-"""Suite-wide safety: fake AWS credentials and a region, so no test can reach real AWS."""
+"""Suite-wide safety (fake AWS credentials and a region, so no test can reach real AWS) and the
+layer markers, applied by directory."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,33 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for key, value in _FAKE_AWS_ENV.items():
         monkeypatch.setenv(key, value)
     return dict(_FAKE_AWS_ENV)
+
+
+TESTS_DIR = Path(__file__).resolve().parent
+LAYER_OF_DIRECTORY = {
+    "unit": "unit",  # pure logic, no network, no Pulumi engine
+    "fuzz": "unit",  # bounded fuzzing of the runtime's pure input handling
+    "infra": "infra",  # Pulumi programs under mocks
+    "integration": "integration",  # handlers against moto
+    "policy": "policy",  # the pack's rules and the offline engine
+    "e2e": "e2e",  # the whole stack on the embedded emulator
+    "examples": "e2e",  # example projects built from the wheel and run on the emulator
+}
+"""tests/<directory>/ -> its layer marker, so `pytest -m <layer>` selects every file under it."""
+
+
+def layer_of(path: Path) -> str:
+    """The layer marker of a test file, from the directory directly under tests/."""
+    directory = path.resolve().relative_to(TESTS_DIR).parts[0]
+    try:
+        return LAYER_OF_DIRECTORY[directory]
+    except KeyError:
+        raise pytest.UsageError(
+            f"{path}: tests/{directory}/ has no layer; add it to LAYER_OF_DIRECTORY in "
+            f"{Path(__file__).name}"
+        ) from None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(layer_of(item.path))

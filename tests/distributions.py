@@ -30,27 +30,37 @@ def requirement_lines(path: Path) -> list[str]:
     ]
 
 
+def requirement_extras(requirement: str) -> list[str]:
+    """The extras a requirement asks for: ``name[a,b] @ url`` -> ["a", "b"]."""
+    match = re.match(r"\s*[\w.-]+\s*\[([^\]]*)\]", requirement)
+    return [e.strip() for e in match.group(1).split(",")] if match else []
+
+
 def requirement_closure(requirements: list[str]) -> set[str]:
     """Normalised names of the distributions ``requirements`` install, transitively."""
     closure: set[str] = set()
-    pending = [requirement_name(r) for r in requirements]
+    pending = list(requirements)
+    own = requirement_name(PYPROJECT["name"])
     while pending:
-        dist = pending.pop()
+        requirement = pending.pop()
+        dist = requirement_name(requirement)
+        if dist == own:
+            # The package itself (installed from its wheel in a plugin's venv; this checkout
+            # runs it from source): what it brings is what pyproject declares, with the
+            # extras asked for.
+            closure.add(dist)
+            pending.extend(PYPROJECT["dependencies"])
+            for extra in requirement_extras(requirement):
+                pending.extend(PYPROJECT["optional-dependencies"][extra])
+            continue
         if dist in closure:
             continue
         closure.add(dist)
-        if dist == requirement_name(PYPROJECT["name"]):
-            # The package itself (installed from its wheel in a plugin's venv; this checkout
-            # runs it from source): what it brings is what pyproject declares.
-            pending.extend(requirement_name(r) for r in PYPROJECT["dependencies"])
-            continue
         try:
             requires = importlib.metadata.requires(dist) or []
         except importlib.metadata.PackageNotFoundError:
             continue  # a marker-only requirement this interpreter does not install
-        for requirement in requires:
-            if "extra ==" not in requirement:
-                pending.append(requirement_name(requirement))
+        pending.extend(r for r in requires if "extra ==" not in r)
     return closure
 
 

@@ -53,7 +53,7 @@ def test_a_directory_ships_with_the_runtime_in_one_archive(
     assert fn.inputs["handler"] == "app.handler"
     keys = archive_keys(fn.inputs["code"])
     runtime = sorted(bundle.runtime_files())
-    assert "src/idempotent_messaging/runtime/consumer.py" in runtime
+    assert "idempotent_messaging/runtime/consumer.py" in runtime
     assert "idempotent_messaging/__init__.py" in runtime
     assert keys == sorted(["app.py", "billing/__init__.py", "billing/rules.json", *runtime])
     # none of the reference program's own consumers travel with the user's code, nor the
@@ -87,7 +87,7 @@ def test_an_asset_archive_is_merged_key_by_key(run_consumer: ConsumerRunner) -> 
     )
     run = run_consumer(handler="consumers.payments.handler", code=code)
     keys = archive_keys(run.one("aws:lambda/function:Function").inputs["code"])
-    assert {"consumers/payments.py", "src/idempotent_messaging/runtime/entry.py"} <= set(keys)
+    assert {"consumers/payments.py", "idempotent_messaging/runtime/entry.py"} <= set(keys)
 
 
 def test_no_consumer_code_is_refused_naming_both_ways_to_give_it(
@@ -113,7 +113,7 @@ def test_the_users_own_handlers_package_keeps_its_init(
     code = run.one("aws:lambda/function:Function").inputs["code"]
     init = code.assets["handlers/__init__.py"]
     assert Path(init.path) == tmp_path / "handlers" / "__init__.py"
-    assert "src/idempotent_messaging/runtime/consumer.py" in code.assets
+    assert "idempotent_messaging/runtime/consumer.py" in code.assets
 
 
 @pytest.mark.parametrize(
@@ -121,9 +121,9 @@ def test_the_users_own_handlers_package_keeps_its_init(
     [
         ({"app.py": HANDLER_SOURCE}, "main.handler", r"handler='main.handler': .*main.py"),
         (
-            {"app.py": HANDLER_SOURCE, "src/idempotent_messaging/runtime/__init__.py": ""},
+            {"app.py": HANDLER_SOURCE, "idempotent_messaging/runtime/__init__.py": ""},
             "app.handler",
-            r"code_path=.*src/idempotent_messaging/runtime/__init__.py.*shadow the runtime",
+            r"code_path=.*idempotent_messaging/runtime/__init__.py.*shadow the runtime",
         ),
         (
             {"app.py": HANDLER_SOURCE, "idempotent_messaging.py": ""},

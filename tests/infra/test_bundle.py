@@ -62,9 +62,9 @@ def test_a_directory_without_the_package_is_refused(tmp_path: Path) -> None:
 def test_the_library_ships_its_lambda_packages_and_nothing_deploy_time() -> None:
     keys = list(bundle.runtime_files())
     assert "idempotent_messaging/__init__.py" in keys
-    assert "src/idempotent_messaging/runtime/consumer.py" in keys
-    assert "src/idempotent_messaging/dispatch/app.py" in keys
-    lambda_prefixes = ("src/idempotent_messaging/runtime/", "src/idempotent_messaging/dispatch/")
+    assert "idempotent_messaging/runtime/consumer.py" in keys
+    assert "idempotent_messaging/dispatch/app.py" in keys
+    lambda_prefixes = ("idempotent_messaging/runtime/", "idempotent_messaging/dispatch/")
     assert all(
         k == "idempotent_messaging/__init__.py" or k.startswith(lambda_prefixes) for k in keys
     )

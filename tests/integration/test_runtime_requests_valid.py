@@ -1,5 +1,5 @@
 """The runtime's clients skip botocore's client-side parameter validation (CPU per item;
-src/idempotent_messaging/runtime/clients.py). That is only sound if every request the runtime
+idempotent_messaging/runtime/clients.py). That is only sound if every request the runtime
 builds passes it: here every branch (fresh, in-batch duplicate, `sent` and `pending`
 duplicates, a clash with another event's row, poison to the DLQ), on both claim placements and
 both queue kinds, is run with botocore's own validator on each request."""

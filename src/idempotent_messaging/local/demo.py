@@ -559,7 +559,7 @@ def keep_running(demo: Demo, stack: str) -> None:
         if table:
             out(f"  aws --endpoint-url {ep} dynamodb scan --table-name {table}")
     out(f"  aws --endpoint-url {ep} cloudwatch describe-alarms --query 'MetricAlarms[].AlarmName'")
-    out(f"  cd {PROJECT_DIR}")
+    out(f"  cd {PROJECT_DIR.resolve()}")
     out(f"  {python} -m idempotent_messaging.ops consumers --emulator --stack {stack}")
     for name in demo.reports:
         out(f"  {python} -m idempotent_messaging.ops peek {name} --emulator --stack {stack}")

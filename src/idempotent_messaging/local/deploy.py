@@ -24,7 +24,8 @@ from idempotent_messaging.offline.errors import ProgramError
 from idempotent_messaging.offline.project import load_project, load_stack_config
 from idempotent_messaging.offline.runner import ProgramRun, run_program
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(".")
+"""The Pulumi project deployed when none is named: the current directory, as for `pulumi up`."""
 
 
 @dataclass

@@ -130,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--month", required=True, help="billing month YYYY-MM")
     parser.add_argument("--seed", type=int, default=0, help="seed N demo billing accounts first")
     parser.add_argument(
-        "--project", type=Path, default=PROJECT_DIR, help="Pulumi project dir (default: this repo)"
+        "--project",
+        type=Path,
+        default=PROJECT_DIR,
+        help="Pulumi project dir (default: the current directory)",
     )
     args = parser.parse_args(argv)
     try:

@@ -8,8 +8,8 @@ process: ops never imports the emulator.
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,9 +21,8 @@ from idempotent_messaging.ops.dlq import OpsError
 from idempotent_messaging.ops.outputs import find_value
 
 MANUAL_TRIGGER = "manual"
-# The emulator's entry for --target emulator, run from the repository that holds ops/.
+# The emulator's entry for --target emulator (the package's `local` extra installs its moto).
 EMULATOR_RUN_MONTH = "idempotent_messaging.local.run_month"
-REPO_DIR = Path(__file__).resolve().parents[2]
 
 
 def validate_month(month: str) -> str:
@@ -79,18 +78,17 @@ def run_month_in_emulator(
     a program, as `--stack` runs the `pulumi` CLI. Returns 0, or 2 when the run failed (the
     child has printed why on stderr)."""
     validate_month(month)
-    if not (REPO_DIR / "emulator" / "run_month.py").is_file():
+    if importlib.util.find_spec("moto") is None:
         raise OpsError(
-            f"--target emulator needs this repository's emulator/ next to ops/ in {REPO_DIR}; "
-            "for another emulator use --target aws with --endpoint-url"
+            "--target emulator needs the embedded emulator: "
+            "pip install 'idempotent-messaging[local]' (or use --target aws with --endpoint-url "
+            "for another emulator)"
         )
     command = [sys.executable, "-u", "-m", EMULATOR_RUN_MONTH, "--stack", stack, "--month", month]
     command += ["--seed", str(seed)]
     if project_dir is not None:
         command += ["--project", str(project_dir.resolve())]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_DIR), env.get("PYTHONPATH")) if p)
-    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
         assert child.stdout is not None
         for line in child.stdout:
             out(line.rstrip("\n"))

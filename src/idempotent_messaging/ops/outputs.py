@@ -18,7 +18,8 @@ from typing import Any
 
 # Where a kept emulator saves its deploy; EMULATOR_STATE_DIR overrides (tests, parallel runs).
 STATE_DIR_VARIABLE = "EMULATOR_STATE_DIR"
-DEFAULT_STATE_DIR = Path(__file__).resolve().parents[2] / ".emulator"
+DEFAULT_STATE_DIR = Path(".emulator")
+"""Relative to the current directory: the project whose emulator was kept (`make demo KEEP=1`)."""
 
 
 def emulator_state_dir() -> Path:

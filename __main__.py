@@ -28,13 +28,12 @@ from idempotent_messaging.components import (
     MonthlyFanoutArgs,
     alarms,
 )
-from idempotent_messaging.components.stage_config import (
+from idempotent_messaging.stage import (
     CONSUMERS_KEY,
     FANOUTS_KEY,
     StageConfig,
-    build_args,
+    args_from_mapping,
     config_path,
-    settings_to_kwargs,
 )
 
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
@@ -61,11 +60,11 @@ REFERENCE_FANOUTS: Mapping[str, Mapping[str, Any]] = {
 """The same for the fan-outs: the charge consumer's handler (its ledger is the component's)."""
 
 
-def with_default_code(kwargs: dict[str, Any], path_field: str, code_field: str) -> dict[str, Any]:
+def with_default_code(args: Any, path_field: str, code_field: str) -> Any:
     """This program's handlers/ as the code, unless the instance's config names a directory."""
-    if kwargs.get(path_field) is None and kwargs.get(code_field) is None:
-        return {**kwargs, code_field: HANDLERS_CODE}
-    return kwargs
+    if getattr(args, path_field) is None and getattr(args, code_field) is None:
+        return dataclasses.replace(args, **{code_field: HANDLERS_CODE})
+    return args
 
 
 def build_alarm_topic(stage: StageConfig) -> pulumi.Output[str]:
@@ -91,29 +90,27 @@ def stack_wide(stage: StageConfig) -> dict[str, Any]:
 def consumer_args(
     name: str, settings: Mapping[str, Any], shared: Mapping[str, Any]
 ) -> IdempotentQueueConsumerArgs:
-    path = f"{CONSUMERS_KEY}.{name}"
-    kwargs = {
-        **REFERENCE_CONSUMERS.get(name, {}),
-        **shared,
-        **settings_to_kwargs(path, settings, IdempotentQueueConsumerArgs),
-    }
-    kwargs = with_default_code(kwargs, "code_path", "code")
-    args: IdempotentQueueConsumerArgs = build_args(path, IdempotentQueueConsumerArgs, kwargs)
-    return args
+    args = args_from_mapping(
+        IdempotentQueueConsumerArgs,
+        settings,
+        f"{CONSUMERS_KEY}.{name}",
+        defaults={**REFERENCE_CONSUMERS.get(name, {}), **shared},
+    )
+    consumer: IdempotentQueueConsumerArgs = with_default_code(args, "code_path", "code")
+    return consumer
 
 
 def fanout_args(
     name: str, settings: Mapping[str, Any], shared: Mapping[str, Any]
 ) -> MonthlyFanoutArgs:
-    path = f"{FANOUTS_KEY}.{name}"
-    kwargs = {
-        **REFERENCE_FANOUTS.get(name, {}),
-        **shared,
-        **settings_to_kwargs(path, settings, MonthlyFanoutArgs),
-    }
-    kwargs = with_default_code(kwargs, "consumer_code_path", "consumer_code")
-    args: MonthlyFanoutArgs = build_args(path, MonthlyFanoutArgs, kwargs)
-    return args
+    args = args_from_mapping(
+        MonthlyFanoutArgs,
+        settings,
+        f"{FANOUTS_KEY}.{name}",
+        defaults={**REFERENCE_FANOUTS.get(name, {}), **shared},
+    )
+    fanout: MonthlyFanoutArgs = with_default_code(args, "consumer_code_path", "consumer_code")
+    return fanout
 
 
 def export_name(name: str) -> str:

@@ -1,6 +1,7 @@
 """A scenario of someone else's, written only against the documented API (docs/operations.md,
 "Scenarios of your own"): `idempotent_messaging.local.session.start_session`, the stack
-outputs, boto3 clients and `drain()`. Nothing here uses the demo's helpers, so it checks what an outside script sees.
+outputs, boto3 clients and `drain()`. Nothing here uses the demo's helpers, so it checks what an
+outside script sees.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from idempotent_messaging.components import (
 )
 from idempotent_messaging.components.function_args import FunctionArgs
 from idempotent_messaging.components.provider import PACKAGE_NAME, IdempotentMessagingProvider
-from idempotent_messaging.components.stage_config import camel
 from idempotent_messaging.offline.recorder import RecordingMonitor
+from idempotent_messaging.stage import camel
 
 from ..distributions import (
     ONLY_REQUIREMENTS,

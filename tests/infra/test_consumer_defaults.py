@@ -157,7 +157,6 @@ def test_function_environment_uses_the_runtime_constants(default_run: Run) -> No
         # The redrive policy's maxReceiveCount: the runtime quarantines a record failing on
         # that receive with its reason (SQS would dead-letter it with none).
         env.MAX_RECEIVE_COUNT: "5",
-        env.IDEMPOTENCY_STRATEGY: "transactional",
         env.POWERTOOLS_SERVICE_NAME: "orders",
         env.POWERTOOLS_LOG_LEVEL: "INFO",
         env.POWERTOOLS_METRICS_NAMESPACE: "IdempotentMessaging",

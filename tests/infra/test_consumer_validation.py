@@ -55,16 +55,6 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("service-name", {"service_name": "my service"}, ("service_name='my service'",)),
     ("metrics-namespace", {"metrics_namespace": ":bad ns"}, ("metrics_namespace=':bad ns'",)),
     (
-        "strategy",
-        {"idempotency_strategy": "hope"},
-        ("idempotency_strategy='hope'", "transactional"),
-    ),
-    (
-        "powertools strategy withdrawn",
-        {"idempotency_strategy": "powertools"},
-        ("idempotency_strategy='powertools'", "not atomic", "'transactional'"),
-    ),
-    (
         "env-reserved",
         {"environment": {"IDEMPOTENCY_STATE_TABLE": "x"}},
         ("environment='IDEMPOTENCY_STATE_TABLE'", "may not be overridden"),

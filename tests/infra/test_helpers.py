@@ -15,7 +15,7 @@ from idempotent_messaging.components.powertools import (
     powertools_layer_arn,
     region_and_partition_of,
 )
-from idempotent_messaging.components.stage_config import StageConfig
+from idempotent_messaging.stage import StageConfig
 
 from .conftest import PulumiHarness
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from idempotent_messaging.components import IdempotentQueueConsumerArgs
-from idempotent_messaging.components.stage_config import settings_to_kwargs
 from idempotent_messaging.offline import load_project, load_stack_config
+from idempotent_messaging.stage import args_from_mapping
 from tests.stages import STAGES
 from tools import preview
 
@@ -28,15 +28,13 @@ def orders_settings(stack: str) -> dict[str, Any]:
     defaults (read from the stack file, so a new stage needs no edit here)."""
     config = load_stack_config(load_project(PROJECT_DIR), stack)
     consumers = json.loads(config.values["idempotent-messaging:consumers"])
-    defaults = {
-        f.name: f.default
-        for f in dataclasses.fields(IdempotentQueueConsumerArgs)
-        if f.default is not dataclasses.MISSING
-    }
-    return {
-        **defaults,
-        **settings_to_kwargs("consumers.orders", consumers["orders"], IdempotentQueueConsumerArgs),
-    }
+    args = args_from_mapping(
+        IdempotentQueueConsumerArgs,
+        consumers["orders"],
+        "consumers.orders",
+        defaults={"handler": "handlers.orders.handler"},
+    )
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
 
 
 @pytest.mark.parametrize("stack", STAGES)

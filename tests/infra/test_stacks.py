@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from idempotent_messaging import limits
-from idempotent_messaging.components.stage_config import StageConfig
 from idempotent_messaging.offline import ProgramRun, RecordedResource, run_program
 from idempotent_messaging.rules.values import is_unknown
+from idempotent_messaging.stage import StageConfig
 from tests.stages import STAGES, stack_files
 
 pytestmark = pytest.mark.infra

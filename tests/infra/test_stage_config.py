@@ -11,9 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from idempotent_messaging.components import IdempotentQueueConsumerArgs, MonthlyFanoutArgs
-from idempotent_messaging.components.stage_config import ConfigError, build_args, settings_to_kwargs
+from idempotent_messaging.components import (
+    BusinessTableArgs,
+    IdempotentQueueConsumerArgs,
+    MonthlyFanoutArgs,
+)
 from idempotent_messaging.offline import ProgramError, ProgramRun, run_program
+from idempotent_messaging.stage import ArgumentError, args_from_mapping
 from tests.stages import PROJECT_DIR, STAGES, stack_files, stages
 
 pytestmark = pytest.mark.infra
@@ -129,26 +133,102 @@ def test_fanout_errors_name_their_key_path_too() -> None:
 
 
 def test_every_plain_field_of_both_args_is_settable_from_config() -> None:
-    kwargs = settings_to_kwargs(
-        "consumers.x",
-        {"handler": "handlers.orders.handler", "tags": {"team": "a"}, "alarmEmails": ["a@b.cd"]},
+    args = args_from_mapping(
         IdempotentQueueConsumerArgs,
+        {"handler": "handlers.orders.handler", "tags": {"team": "a"}, "alarmEmails": ["a@b.cd"]},
+        "consumers.x",
     )
-    assert kwargs == {
-        "handler": "handlers.orders.handler",
-        "tags": {"team": "a"},
-        "alarm_emails": ("a@b.cd",),
-    }
-    args = build_args(
-        "fanouts.x",
+    assert (args.handler, args.tags, args.alarm_emails) == (
+        "handlers.orders.handler",
+        {"team": "a"},
+        ("a@b.cd",),
+    )
+    fanout = args_from_mapping(
         MonthlyFanoutArgs,
-        {"schedule_expression_timezone": "UTC", "consumer_handler": "app.handler"},
+        {"scheduleExpressionTimezone": "UTC"},
+        "fanouts.x",
+        defaults={"consumer_handler": "app.handler"},
     )
-    assert args.schedule_expression_timezone == "UTC"
-    with pytest.raises(ConfigError, match=r"fanouts.x.consumerHandler=None: is required"):
-        build_args("fanouts.x", MonthlyFanoutArgs, {"schedule_expression_timezone": "UTC"})
-    with pytest.raises(ConfigError, match=r"consumers.x.tags.team=1: must be a string"):
-        settings_to_kwargs("consumers.x", {"tags": {"team": 1}}, IdempotentQueueConsumerArgs)
+    assert (fanout.schedule_expression_timezone, fanout.consumer_handler) == ("UTC", "app.handler")
+    with pytest.raises(ArgumentError, match=r"fanouts.x.consumerHandler=None: is required"):
+        args_from_mapping(MonthlyFanoutArgs, {"scheduleExpressionTimezone": "UTC"}, "fanouts.x")
+    with pytest.raises(ArgumentError, match=r"consumers.x.tags.team=1: must be a string"):
+        args_from_mapping(IdempotentQueueConsumerArgs, {"tags": {"team": 1}}, "consumers.x")
+
+
+def test_one_converter_takes_either_key_style_and_nested_args() -> None:
+    """A stack file's camelCase object and a component provider's Python-named inputs (numbers
+    as floats) build the same args; a nested object becomes its dataclass."""
+    table = {"name": "payment_records", "hashKey": "payment_id"}
+    from_config = args_from_mapping(
+        IdempotentQueueConsumerArgs,
+        {"handler": "app.handler", "functionTimeoutSeconds": 45, "businessTable": table},
+        "consumers.payments",
+    )
+    from_inputs = args_from_mapping(
+        IdempotentQueueConsumerArgs,
+        {
+            "handler": "app.handler",
+            "function_timeout_seconds": 45.0,
+            "business_table": {"name": "payment_records", "hash_key": "payment_id"},
+        },
+    )
+    assert from_config == from_inputs
+    assert from_config.business_table == BusinessTableArgs(
+        name="payment_records", hash_key="payment_id"
+    )
+    assert from_config.function_timeout_seconds == 45
+    assert isinstance(from_inputs.function_timeout_seconds, int)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"handler": "a.b", "businessTable": {"name": "t", "hashKey": 5}},
+            r"^consumers\.x\.businessTable\.hashKey=5: must be a string$",
+        ),
+        (
+            {"handler": "a.b", "maxReceiveCount": 2.5},
+            r"^consumers\.x\.maxReceiveCount=2\.5: must be an integer$",
+        ),
+        (
+            {"handler": "a.b", "max_receive_count": 7, "maxReceiveCount": 7},
+            r"^consumers\.x\.maxReceiveCount=7: is given twice",
+        ),
+        (
+            {"handler": "a.b", "batch_sise": 7},
+            r"^consumers\.x\.batch_sise=7: .*did you mean 'batch_size'\?$",
+        ),
+        ({"handler": "a.b", "alarmEmails": "a@b.cd"}, r"alarmEmails='a@b\.cd': must be a list"),
+        ({"handler": "a.b", "fifo": "yes"}, r"^consumers\.x\.fifo='yes': must be true or false$"),
+        (
+            {"handler": "a.b", "idempotencyStrategy": "transactional"},
+            r"^consumers\.x\.idempotencyStrategy='transactional': was removed in 0\.2\.0",
+        ),
+    ],
+)
+def test_converter_errors_are_argument_errors_naming_the_key_path(
+    values: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ArgumentError, match=message) as raised:
+        args_from_mapping(IdempotentQueueConsumerArgs, values, "consumers.x")
+    assert isinstance(raised.value, ValueError)
+    assert str(raised.value) == f"{raised.value.path}={raised.value.value!r}: {raised.value.rule}"
+
+
+def test_a_component_error_is_reported_under_its_config_key_path() -> None:
+    from idempotent_messaging.stage import config_path
+
+    error = ArgumentError("visibility_timeout_seconds", 60, "must be >= 6 x function timeout")
+    with pytest.raises(ArgumentError) as raised, config_path("consumers.orders"):
+        raise error
+    assert str(raised.value) == (
+        "consumers.orders.visibilityTimeoutSeconds=60: must be >= 6 x function timeout"
+    )
+    assert raised.value.path == "consumers.orders.visibilityTimeoutSeconds"
+    assert raised.value.value == 60
+    assert raised.value.__cause__ is error
 
 
 def test_a_consumer_of_its_own_code_is_a_config_entry_too(tmp_path: Path) -> None:

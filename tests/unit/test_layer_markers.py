@@ -10,9 +10,7 @@ from tests.conftest import LAYER_OF_DIRECTORY, TESTS_DIR, layer_of
 
 
 def test_every_test_directory_has_a_layer() -> None:
-    directories = {
-        p.name for p in TESTS_DIR.iterdir() if p.is_dir() and any(p.rglob("test_*.py"))
-    }
+    directories = {p.name for p in TESTS_DIR.iterdir() if p.is_dir() and any(p.rglob("test_*.py"))}
     assert directories <= set(LAYER_OF_DIRECTORY), directories - set(LAYER_OF_DIRECTORY)
 
 

@@ -16,6 +16,8 @@ import pulumi
 
 import idempotent_messaging
 
+from .errors import ArgumentError
+
 LIBRARY_PACKAGE = idempotent_messaging.__name__
 LIBRARY_ROOT = Path(idempotent_messaging.__file__).resolve().parent.parent
 """The directory holding ``idempotent_messaging/``: site-packages, or a checkout's root."""
@@ -67,16 +69,6 @@ RUNTIME_PREFIX = f"{LIBRARY_PACKAGE}/"
 _SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"})
 
 
-class CodeError(ValueError):
-    """The user's code cannot be shipped with the runtime; ``field`` names the argument."""
-
-    def __init__(self, field: str, value: object, rule: str) -> None:
-        super().__init__(f"{field}={value!r}: {rule}")
-        self.field = field
-        self.value = value
-        self.rule = rule
-
-
 def directory_files(directory: Path) -> dict[str, pulumi.Asset]:
     """Every file under ``directory`` (caches and VCS data left out) as key -> FileAsset."""
     return {
@@ -89,7 +81,8 @@ def directory_files(directory: Path) -> dict[str, pulumi.Asset]:
 
 
 def archive_assets(code: pulumi.Archive, field: str = "code") -> dict[str, pulumi.Asset]:
-    """The files of an archive the component can merge the runtime into, file by file.
+    """The files of an archive the component can merge the runtime into, file by file (an
+    ArgumentError under ``field`` for an archive it cannot open).
 
     Inspectable: an AssetArchive (its keys; nested FileArchives of directories are expanded)
     and a FileArchive of a directory. A FileArchive of a zip/tar file and a RemoteArchive are
@@ -99,7 +92,7 @@ def archive_assets(code: pulumi.Archive, field: str = "code") -> dict[str, pulum
     if isinstance(code, pulumi.FileArchive):
         directory = Path(code.path)
         if not directory.is_dir():
-            raise CodeError(
+            raise ArgumentError(
                 field,
                 code.path,
                 "is a packed archive: the runtime cannot be added to it file by file; pass "
@@ -115,7 +108,7 @@ def archive_assets(code: pulumi.Archive, field: str = "code") -> dict[str, pulum
                 for sub, asset in archive_assets(child, f"{field}[{key!r}]").items():
                     files[f"{key.rstrip('/')}/{sub}"] = asset
         return files
-    raise CodeError(
+    raise ArgumentError(
         field,
         type(code).__name__,
         "must be a pulumi.AssetArchive or a FileArchive of a directory: a remote archive "
@@ -144,7 +137,7 @@ def user_code_archive(
         if key.startswith(RUNTIME_PREFIX) or key == RUNTIME_PREFIX.rstrip("/") + ".py"
     )
     if shadowing:
-        raise CodeError(
+        raise ArgumentError(
             field,
             source,
             f"contains {shadowing[0]!r}: a top-level '{LIBRARY_PACKAGE}' of its own would "
@@ -153,7 +146,7 @@ def user_code_archive(
         )
     if not any(key in files for key in module_key_candidates(handler)):
         py, pkg = module_key_candidates(handler)
-        raise CodeError(
+        raise ArgumentError(
             "handler",
             handler,
             f"names a module that is not in {field} (looked for {py} and {pkg})",

@@ -5,7 +5,6 @@ notification topic, the function with a least-privilege role, the event source m
 the alarms. Everything that decides which resources exist is validated first.
 """
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import pulumi
@@ -15,20 +14,15 @@ from idempotent_messaging import limits
 from idempotent_messaging.runtime import env
 
 from . import alarms, dashboards, iam
-from .bundle import (
-    CodeError,
-    archive_assets,
-    directory_files,
-    user_code_archive,
-)
+from .bundle import archive_assets, directory_files, user_code_archive
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .consumer_validation import validate_consumer_args
+from .errors import ArgumentError, fail
 from .function import FunctionSpec, create_function
-from .inputs import component_args, schema_names
+from .opening import open_component
 from .powertools import deployment_layer_arn, region_and_partition_of
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
-from .validation import fail
 
 __all__ = [
     "CONSUMER_OUTPUTS",
@@ -42,7 +36,6 @@ TYPE_TOKEN = "idempotent-messaging:index:IdempotentQueueConsumer"
 provider hosts (components/provider.py), so Python and every other language agree on it."""
 FORMER_TYPE_TOKEN = "idempotent-messaging:components:IdempotentQueueConsumer"
 """The token before the component package; aliased so existing stacks keep their resources."""
-COMPONENT_TAG_KEY = "idempotent-messaging:component"
 CONSUMER_OUTPUTS = (
     "queue_url", "queue_arn", "queue_name", "dlq_url", "dlq_arn", "dlq_name",
     "state_table_name", "state_table_arn", "business_table_name", "topic_arn",
@@ -83,9 +76,10 @@ def consumer_code(
         return user_code_archive(
             handler, archive_assets(code, f"{prefix}code"), f"{prefix}code", type(code).__name__
         )
-    except CodeError as exc:
-        field = exc.field if exc.field.startswith(prefix) else f"{prefix}{exc.field}"
-        raise fail(field, exc.value, exc.rule) from None
+    except ArgumentError as exc:
+        if exc.path.startswith(prefix):
+            raise
+        raise fail(f"{prefix}{exc.path}", exc.value, exc.rule) from None
 
 
 class IdempotentQueueConsumer(pulumi.ComponentResource):
@@ -130,24 +124,24 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         args: IdempotentQueueConsumerArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        # The component provider host (another Pulumi language) passes the inputs as a dict;
-        # its errors then name the inputs as that language spells them.
-        from_inputs = isinstance(args, Mapping)
-        with schema_names(from_inputs):
-            args = component_args(IdempotentQueueConsumerArgs, args)
-            physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
+        def check(args: IdempotentQueueConsumerArgs, physical: str) -> tuple[int, pulumi.Archive]:
             visibility = validate_consumer_args(name, physical, args)
-            code = consumer_code(args.handler, args.code_path, args.code)
-        super().__init__(
-            TYPE_TOKEN,
-            name,
-            None,
-            pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPE_TOKEN)])
-            ),
-        )
+            return visibility, consumer_code(args.handler, args.code_path, args.code)
 
-        tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
+        # `args` is the dataclass, or the dict of inputs the component provider host passes for
+        # a program in another Pulumi language (open_component builds the dataclass from it).
+        opened = open_component(
+            self,
+            name,
+            args,
+            opts,
+            args_type=IdempotentQueueConsumerArgs,
+            type_token=TYPE_TOKEN,
+            former_type_token=FORMER_TYPE_TOKEN,
+            check=check,
+        )
+        args, physical, tags = opened.args, opened.physical, opened.tags
+        visibility, code = opened.checked
         kms = args.kms_master_key_id
 
         # --- Queues ----------------------------------------------------------------------------
@@ -258,7 +252,6 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             env.SOURCE_RETENTION_SECONDS: str(args.message_retention_seconds),
             env.DLQ_RETENTION_SECONDS: str(args.dlq_message_retention_seconds),
             env.MAX_RECEIVE_COUNT: str(args.max_receive_count),
-            env.IDEMPOTENCY_STRATEGY: args.idempotency_strategy,
             env.POWERTOOLS_SERVICE_NAME: args.service_name or name,
             env.POWERTOOLS_LOG_LEVEL: args.log_level,
             env.POWERTOOLS_METRICS_NAMESPACE: args.metrics_namespace,

@@ -23,16 +23,12 @@ from .function_args import (
 
 __all__ = [
     "DEFAULT_POWERTOOLS_LAYER_VERSION",
-    "STRATEGY_POWERTOOLS",
-    "STRATEGY_TRANSACTIONAL",
     "BusinessTableArgs",
     "IdempotentQueueConsumerArgs",
 ]
 
 DEFAULT_MESSAGE_RETENTION_SECONDS = 4 * 24 * 3600
 DEFAULT_DLQ_RETENTION_SECONDS = limits.SQS_MAX_RETENTION_S
-STRATEGY_TRANSACTIONAL = env.STRATEGY_TRANSACTIONAL
-STRATEGY_POWERTOOLS = env.STRATEGY_POWERTOOLS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,10 +80,6 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     >= maximum_concurrency when both are set, or the mapping gets throttled."""
     service_name: str | None = None
     """Default None = the component name (POWERTOOLS_SERVICE_NAME)."""
-    idempotency_strategy: str = STRATEGY_TRANSACTIONAL
-    """Default ``transactional``: one TransactWriteItems writes the claims and business rows of
-    the batch, so no business row ever exists without its claim. The only value: ``powertools``
-    is refused (its idempotency record and the business write are not atomic)."""
     environment: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """Extra environment variables. Default empty. May not override the reserved names the
     component sets (tables, topic, DLQ, Powertools settings)."""

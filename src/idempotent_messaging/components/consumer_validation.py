@@ -7,11 +7,8 @@ import re
 from idempotent_messaging import limits
 from idempotent_messaging.runtime import env
 
-from .consumer_args import (
-    STRATEGY_POWERTOOLS,
-    STRATEGY_TRANSACTIONAL,
-    IdempotentQueueConsumerArgs,
-)
+from .consumer_args import IdempotentQueueConsumerArgs
+from .errors import fail
 from .validation import (
     MAX_PHYSICAL_NAME_LEN,
     check_alarm_target,
@@ -19,7 +16,6 @@ from .validation import (
     check_memory,
     check_name,
     check_range,
-    fail,
     validate_function_args,
 )
 
@@ -45,7 +41,6 @@ RESERVED_ENV_KEYS = frozenset(
         env.SOURCE_RETENTION_SECONDS,
         env.DLQ_RETENTION_SECONDS,
         env.MAX_RECEIVE_COUNT,
-        env.IDEMPOTENCY_STRATEGY,
         env.POWERTOOLS_SERVICE_NAME,
         env.POWERTOOLS_LOG_LEVEL,
         env.POWERTOOLS_METRICS_NAMESPACE,
@@ -103,16 +98,6 @@ def _validate_function(args: IdempotentQueueConsumerArgs) -> None:
         )
     if args.service_name is not None:
         check_name("service_name", args.service_name, 128)
-    if args.idempotency_strategy == STRATEGY_POWERTOOLS:
-        # The runtime refuses it too: Powertools writes its idempotency record apart from the
-        # business write, so a crash between the two applies the business effect twice.
-        raise fail(
-            "idempotency_strategy",
-            args.idempotency_strategy,
-            f"is withdrawn: its idempotency record and the business write are not atomic; "
-            f"use {STRATEGY_TRANSACTIONAL!r} (claim and business write in one transaction)",
-        )
-    check_choice("idempotency_strategy", args.idempotency_strategy, (STRATEGY_TRANSACTIONAL,))
     for key in args.environment:
         if not isinstance(key, str) or not _ENV_KEY_RE.match(key):
             raise fail("environment", key, "keys must match [A-Za-z][A-Za-z0-9_]*")

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from idempotent_messaging import limits
 from idempotent_messaging.dispatch import env as denv
 
+from .errors import fail
 from .fanout_args import MonthlyFanoutArgs
 from .function_args import DISPATCHER_MIN_TIMEOUT_SECONDS
 from .validation import (
@@ -17,7 +18,6 @@ from .validation import (
     check_memory,
     check_name,
     check_range,
-    fail,
     validate_function_args,
 )
 

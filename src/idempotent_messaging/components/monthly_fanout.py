@@ -12,7 +12,6 @@ recursive-loop detection is set to Allow and the dispatcher bounds it itself (ma
 """
 
 import json
-from collections.abc import Mapping
 
 import pulumi
 import pulumi_aws as aws
@@ -22,22 +21,17 @@ from idempotent_messaging.dispatch import env as denv
 from idempotent_messaging.runtime import env as renv
 
 from . import alarms, dashboards, iam
-from .consumer import (
-    COMPONENT_TAG_KEY,
-    CONSUMER_OUTPUTS,
-    IdempotentQueueConsumer,
-    consumer_code,
-)
+from .consumer import CONSUMER_OUTPUTS, IdempotentQueueConsumer, consumer_code
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .consumer_validation import check_handler
+from .errors import fail
 from .fanout_args import MonthlyFanoutArgs
 from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
-from .inputs import component_args, schema_names
+from .opening import open_component
 from .powertools import deployment_layer_arn
 from .queues import QueuePairSpec, create_queue_pair, tls_only_policy
 from .tables import KeySchema, create_table
-from .validation import fail
 
 __all__ = ["FANOUT_OUTPUTS", "MonthlyFanout", "MonthlyFanoutArgs", "validate_fanout_args"]
 
@@ -96,11 +90,7 @@ class MonthlyFanout(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: MonthlyFanoutArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        # A dict from the component provider host: see IdempotentQueueConsumer.
-        from_inputs = isinstance(args, Mapping)
-        with schema_names(from_inputs):
-            args = component_args(MonthlyFanoutArgs, args)
-            physical = args.physical_name or f"{name}-{pulumi.get_stack()}"
+        def check(args: MonthlyFanoutArgs, physical: str) -> None:
             validate_fanout_args(name, physical, args)
             # The charge consumer's code, checked here so errors name this component's fields
             # (the child checks the same code again under its own names).
@@ -114,16 +104,19 @@ class MonthlyFanout(pulumi.ComponentResource):
             consumer_code(
                 args.consumer_handler, args.consumer_code_path, args.consumer_code, "consumer_"
             )
-        super().__init__(
-            TYPE_TOKEN,
+
+        # The dataclass, or a dict from the component provider host: see IdempotentQueueConsumer.
+        opened = open_component(
+            self,
             name,
-            None,
-            pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPE_TOKEN)])
-            ),
+            args,
+            opts,
+            args_type=MonthlyFanoutArgs,
+            type_token=TYPE_TOKEN,
+            former_type_token=FORMER_TYPE_TOKEN,
+            check=check,
         )
-        child = pulumi.ResourceOptions(parent=self)
-        tags = {COMPONENT_TAG_KEY: name, **dict(args.tags)}
+        args, physical, tags, child = opened.args, opened.physical, opened.tags, opened.child
         kms = args.kms_master_key_id
 
         # --- Work queue + charge consumer: the reusable component, FIFO, tenant claims -------

@@ -1,9 +1,9 @@
 """Argument checks every component uses, and the checks of the arguments all their functions
 share (function_args.FunctionArgs).
 
-Runs before any resource exists. Every error is an InvalidArgument (a ValueError) that names
-the field, the value and the rule, so a bad stage config fails `pulumi preview` with a fix, not
-AWS with a 400.
+Runs before any resource exists. Every error is an ArgumentError (errors.py, a ValueError)
+that names the field, the value and the rule, so a bad stage config fails `pulumi preview` with
+a fix, not AWS with a 400.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .errors import fail
 from .function_args import MAX_MEMORY_MB, MIN_MEMORY_MB, FunctionArgs
 from .powertools import SUPPORTED_ARCHITECTURES, SUPPORTED_RUNTIMES
 
@@ -26,22 +27,6 @@ MAX_PHYSICAL_NAME_LEN = 40
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _NAMESPACE_RE = re.compile(r"^[^:][^\s]{0,254}$")
-
-
-class InvalidArgument(ValueError):
-    """A component argument that breaks a rule; ``field`` lets a caller that read the args
-    from somewhere else (stack config) name the value in its own terms."""
-
-    def __init__(self, field: str, value: Any, rule: str) -> None:
-        super().__init__(f"{field}={value!r}: {rule}")
-        self.field = field
-        self.value = value
-        self.rule = rule
-
-
-def fail(field: str, value: Any, rule: str) -> InvalidArgument:
-    """The one error shape: field, offending value, rule (and the fix inside the rule)."""
-    return InvalidArgument(field, value, rule)
 
 
 def check_range(field: str, value: Any, low: int, high: int, why: str = "") -> None:

@@ -22,6 +22,22 @@ PartiQL ``INSERT`` in ``BatchExecuteStatement`` (the single-item claim on a stan
    (the parser hands it a placeholder object), so the whole call fails;
 5. the same O(table size) serialisation per statement.
 
+Limits and atomicity moto does not enforce for BatchExecuteStatement, which the patch adds
+because a lenient emulator hides or invents defects (DynamoDB API reference,
+"BatchExecuteStatement" and "BatchStatementRequest"):
+
+6. at most 25 statements per call ("Statements: Array Members: Minimum number of 1 item.
+   Maximum number of 25 items"): more is a ValidationException for the whole call;
+7. each statement at most 8,192 characters ("Statement: Length Constraints: Minimum length of
+   1. Maximum length of 8192"): a longer one is a ValidationException for the whole call;
+8. an UPDATE that would grow its item past 400 KB fails THAT statement (``ValidationError``),
+   the others still run: each statement of a batch gets its own answer;
+9. an INSERT is atomic: of two concurrent INSERTs of one key exactly one succeeds. moto's
+   backend is not thread-safe (the threaded server serves requests concurrently), so every
+   DynamoDB write the runtime makes (PutItem, UpdateItem, DeleteItem, TransactWriteItems,
+   BatchWriteItem, BatchExecuteStatement) runs under one backend-wide lock: each request is
+   atomic with respect to every other, as DynamoDB's single-item writes and transactions are.
+
 The patch executes the narrow forms the runtime sends, directly on moto's table:
 
 * ``UPDATE "<table>" SET "<a>" = ? [SET "<b>" = ? ...] WHERE "<key>" = ? [AND "<attribute>" =
@@ -45,8 +61,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from moto.dynamodb.exceptions import MockValidationException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
+
+MAX_STATEMENTS = 25
+"""BatchExecuteStatement: 1-25 statements per call."""
+MAX_STATEMENT_CHARACTERS = 8192
+"""BatchStatementRequest.Statement: at most 8,192 characters."""
+WRITES = (
+    "put_item",
+    "update_item",
+    "delete_item",
+    "transact_write_items",
+    "batch_write_item",
+    "batch_execute_statement",
+)
+"""The backend's write entry points, serialised by one lock (item 9 above)."""
 
 _UPDATE = re.compile(
     r'^\s*UPDATE\s+"(?P<table>[^"]+)"\s+(?P<sets>(?:SET\s+"[^"]+"\s*=\s*\?\s*)+)'
@@ -63,7 +94,9 @@ _EQUALS = re.compile(r'^"([^"]+)"\s*=\s*\?$')
 _AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
 
 _original_batch_execute = DynamoDBBackend.batch_execute_statement
+_originals = {name: getattr(DynamoDBBackend, name) for name in WRITES}
 _lock = threading.Lock()
+_write_lock = threading.RLock()  # re-entrant: a batch statement falls back to moto's own writes
 _installed = False
 
 
@@ -153,13 +186,33 @@ def _execute(backend: DynamoDBBackend, update: _Update, parameters: list[Any]) -
         return _failed("ConditionalCheckFailed", "The conditional request failed")
     attributes = item.to_json()["Attributes"]
     attributes.update(values)
-    table.put_item(attributes)
+    try:
+        table.put_item(attributes)
+    except MockValidationException as exc:  # past 400 KB: this statement fails, not the call
+        return _failed("ValidationError", exc.exception_msg)
     return {"TableName": update.table}
+
+
+def _validate_batch(statements: list[dict[str, Any]]) -> None:
+    if not 1 <= len(statements) <= MAX_STATEMENTS:
+        raise MockValidationException(
+            f"1 validation error detected: Value at 'statements' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {MAX_STATEMENTS} and greater than or "
+            f"equal to 1 (got {len(statements)})"
+        )
+    for index, statement in enumerate(statements, start=1):
+        if len(statement.get("Statement") or "") > MAX_STATEMENT_CHARACTERS:
+            raise MockValidationException(
+                f"1 validation error detected: Value at 'statements.{index}.member.statement' "
+                f"failed to satisfy constraint: Member must have length less than or equal to "
+                f"{MAX_STATEMENT_CHARACTERS}"
+            )
 
 
 def _batch_execute_statement(
     self: DynamoDBBackend, statements: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
+    _validate_batch(statements)
     answers: list[dict[str, Any] | None] = [None] * len(statements)
     others: list[int] = []
     for index, statement in enumerate(statements):
@@ -179,18 +232,33 @@ def _batch_execute_statement(
     return [answer or {} for answer in answers]
 
 
+def _serialised(write: Any) -> Any:
+    def locked(self: DynamoDBBackend, *args: Any, **kwargs: Any) -> Any:
+        with _write_lock:
+            return write(self, *args, **kwargs)
+
+    locked.__name__ = write.__name__
+    locked.__doc__ = write.__doc__
+    return locked
+
+
 def install() -> None:
     """Patch moto's DynamoDB backend (process-wide, idempotent)."""
     global _installed
     with _lock:
-        DynamoDBBackend.batch_execute_statement = _batch_execute_statement  # type: ignore[method-assign]
+        for name, original in _originals.items():
+            replacement = (
+                _batch_execute_statement if name == "batch_execute_statement" else original
+            )
+            setattr(DynamoDBBackend, name, _serialised(replacement))
         _installed = True
 
 
 def uninstall() -> None:
     global _installed
     with _lock:
-        DynamoDBBackend.batch_execute_statement = _original_batch_execute  # type: ignore[method-assign]
+        for name, original in _originals.items():
+            setattr(DynamoDBBackend, name, original)
         _installed = False
 
 

@@ -1,4 +1,5 @@
-"""The emulator's DynamoDB obeys the BatchExecuteStatement contract it claims (local/moto_patches.py).
+"""The emulator's DynamoDB obeys the BatchExecuteStatement contract it claims
+(local/moto_patches.py).
 
 A lenient emulator hides defects (a batch of 26 statements that AWS refuses passes here) or
 invents them (a whole call failing where AWS fails one statement). Each test states the AWS rule
@@ -7,9 +8,10 @@ it holds the patched moto to; the patch is what `make test`, the demo and the be
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -114,27 +116,48 @@ def slow_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Table, "get_item", slow)
 
 
+def race(*writes: Callable[[], str]) -> list[str]:
+    """Run the writes at the same instant (one thread each); their outcomes, in any order."""
+    start = threading.Barrier(len(writes))
+    outcomes: list[str] = []
+
+    def run(write: Callable[[], str]) -> None:
+        start.wait()
+        outcomes.append(write())
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in writes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def by_insert(dynamodb: Any, key: str) -> str:
+    answer = dynamodb.batch_execute_statement(Statements=[insert(key)])
+    return str(answer["Responses"][0].get("Error", {}).get("Code", "ok"))
+
+
+def by_put(dynamodb: Any, key: str) -> str:
+    try:
+        dynamodb.put_item(
+            TableName=TABLE,
+            Item={"k": {"S": key}, "v": {"S": "put"}},
+            ConditionExpression="attribute_not_exists(k)",
+        )
+    except ClientError as exc:
+        return str(exc.response["Error"]["Code"])
+    return "ok"
+
+
 @pytest.mark.usefixtures("slow_reads")
 def test_concurrent_inserts_of_one_key_succeed_exactly_once(dynamodb: Any) -> None:
     """AWS: an INSERT of an existing key fails with DuplicateItem, atomically: of two
     concurrent INSERTs of one key exactly one succeeds (the claim's whole guarantee)."""
-    rounds, writers = 20, 4
-    for round_ in range(rounds):
+    for round_ in range(20):
         key = f"race-{round_}"
-        start = threading.Barrier(writers)
-        outcomes: list[str] = []
-
-        def claim(writer: int, key: str = key, start: threading.Barrier = start) -> None:
-            start.wait()
-            answer = dynamodb.batch_execute_statement(Statements=[insert(key, f"w{writer}")])
-            outcomes.append(answer["Responses"][0].get("Error", {}).get("Code", "ok"))
-
-        threads = [threading.Thread(target=claim, args=(w,)) for w in range(writers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert sorted(outcomes) == ["DuplicateItem"] * (writers - 1) + ["ok"], (round_, outcomes)
+        outcomes = race(*[functools.partial(by_insert, dynamodb, key)] * 4)
+        assert sorted(outcomes) == ["DuplicateItem"] * 3 + ["ok"], (round_, outcomes)
 
 
 @pytest.mark.usefixtures("slow_reads")
@@ -143,29 +166,7 @@ def test_insert_and_conditional_put_of_one_key_are_mutually_atomic(dynamodb: Any
     attribute_not_exists on the same key leaves exactly one winner."""
     for round_ in range(20):
         key = f"mixed-{round_}"
-        start = threading.Barrier(2)
-        outcomes: list[str] = []
-
-        def by_insert(key: str = key, start: threading.Barrier = start) -> None:
-            start.wait()
-            answer = dynamodb.batch_execute_statement(Statements=[insert(key)])
-            outcomes.append(answer["Responses"][0].get("Error", {}).get("Code", "ok"))
-
-        def by_put(key: str = key, start: threading.Barrier = start) -> None:
-            start.wait()
-            try:
-                dynamodb.put_item(
-                    TableName=TABLE,
-                    Item={"k": {"S": key}, "v": {"S": "put"}},
-                    ConditionExpression="attribute_not_exists(k)",
-                )
-                outcomes.append("ok")
-            except ClientError as exc:
-                outcomes.append(exc.response["Error"]["Code"])
-
-        threads = [threading.Thread(target=by_insert), threading.Thread(target=by_put)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        outcomes = race(
+            functools.partial(by_insert, dynamodb, key), functools.partial(by_put, dynamodb, key)
+        )
         assert outcomes.count("ok") == 1, (round_, outcomes)

@@ -9,12 +9,13 @@ STAMP  := $(VENV)/.installed
 STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(shell grep -L '^ *aws:endpoints:' Pulumi.*.yaml)))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint test unit policy stacks demo bench run-month dist lock clean
+.PHONY: help install lint test unit policy stacks docs demo bench run-month dist lock clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.lock pyproject.toml
+	@echo "== install: .venv from requirements.lock (about 2 minutes on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
@@ -41,8 +42,13 @@ policy: install ## Offline policy check of every stage, as `pulumi up` and as `p
 	  done; \
 	done
 
-test: lint policy ## The whole suite: lint, policy check, pytest
-	$(BIN)/python -m pytest -q
+docs: install ## Regenerate docs/policy.md's rule table (from the rules) and docs/bench.md's tables (from bench/results.json)
+	$(BIN)/python -m idempotent_messaging.rules.catalogue --write docs/policy.md
+	$(BIN)/python -m bench.readme
+
+test: lint policy ## The whole suite: lint, policy check, pytest (about 10 minutes on 2 cores, install included)
+	@echo "== pytest: the whole suite, one worker per core (about 5 minutes on 2 cores)"
+	$(BIN)/python -m pytest -q -n auto --durations=10
 
 demo: install ## The main job: deploy the dev stack onto an embedded AWS emulator and drive traffic (KEEP=1 keeps it running)
 	$(BIN)/python -m idempotent_messaging.local.demo --stack dev $(if $(KEEP),--keep,)
@@ -70,3 +76,7 @@ clean: ## Remove .venv and caches
 fuzz: install ## Coverage-guided fuzzing of the consumer runtime (atheris): FUZZ_SECONDS=300
 	mkdir -p .fuzz/corpus && cp -n tests/fuzz/seeds/* .fuzz/corpus/
 	$(BIN)/python -m tests.fuzz.runtime_target .fuzz/corpus -max_total_time=$(or $(FUZZ_SECONDS),300) -max_len=300000 -artifact_prefix=.fuzz/
+
+.PHONY: snapshot
+snapshot: install ## Regenerate tests/infra/snapshots/ (every stack's recorded resources, up and preview)
+	$(BIN)/python -m tests.infra.snapshot --write

@@ -613,8 +613,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.output.resolve() == RESULTS and {"consumer", "dispatch"} <= selected:
         from bench import readme
 
-        readme.main([])  # the README's table is generated from the committed results
-        print(f"(README benchmark table regenerated from {args.output})")
+        readme.main([])  # docs/bench.md's table is generated from the committed results
+        print(f"(docs/bench.md benchmark table regenerated from {args.output})")
     return 0
 
 

@@ -1,14 +1,17 @@
 """docs/recipes.md, followed to the letter on a fresh copy of the repository.
 
-Each test copies the tracked files (``git ls-files``) into a temporary directory, applies the
+Each test copies the files git tracks or would track (``git ls-files --cached --others
+--exclude-standard``: the working tree without what .gitignore excludes, so a new module
+counts before it is committed) into a temporary directory, applies the
 recipe's blocks exactly as the document states them (new files, keys merged into a stack file,
 console commands whose listed output must appear), and then checks independently that the
 recipe did what it promises: the new consumer's resources carry the declared settings and its
 function, called as the stack configures it on moto, writes one row for an event delivered
-twice; the new rule is discovered and reports its corpus program; the new stage is a stage
-everywhere.
+twice; the new rule is discovered, reports its corpus program and is in the generated rule
+table of docs/policy.md; the new stage is a stage everywhere.
 Commands run with the shared interpreter (``.venv`` in the copy is a link to it, never a copy)
-and with the copy as working directory and PYTHONPATH, so nothing comes from this checkout.
+and with the copy as working directory and the copy's root and ``src/`` on PYTHONPATH (ahead
+of this checkout's editable install), so nothing comes from this checkout.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ RULE_TESTS_DIR = "tests/policy"
 CORPUS_DIR = "tests/policy/corpus"
 CHECK_MODULE = "idempotent_messaging.offline"
 PROGRAM_RUNNER_MODULE = "idempotent_messaging.offline.runner"
+CATALOGUE_MODULE = "idempotent_messaging.rules.catalogue"
+POLICY_DOC = "docs/policy.md"
+SOURCE_DIR = "src"  # the installable namespace's root (pyproject: packages.find where)
 STAGES_MODULE = "tests.stages"
 STACK_FILE = "Pulumi.{stage}.yaml"
 CONSUMERS_KEY = "idempotent-messaging:consumers"
@@ -81,12 +87,15 @@ def recipe_blocks(title: str) -> list[Block]:
 
 
 def copy_repository(target: Path) -> Path:
-    """The tracked files of this checkout, copied; ``.venv`` links to the shared interpreter."""
+    """The checkout's files (tracked, or untracked and not ignored), copied; ``.venv`` links
+    to the shared interpreter."""
     listed = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=False
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=False,
     )
     assert listed.returncode == 0, (
-        f"the recipes are followed on a copy of the git-tracked files, but `git ls-files` "
+        f"the recipes are followed on a copy of the checkout's files, but `git ls-files` "
         f"failed in {REPO}: {listed.stderr.decode(errors='replace')}"
     )
     for name in listed.stdout.decode().split("\0"):
@@ -102,7 +111,7 @@ def copy_repository(target: Path) -> Path:
 
 def environment(root: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["PYTHONPATH"] = str(root)
+    env["PYTHONPATH"] = os.pathsep.join((str(root), str(root / SOURCE_DIR)))
     env.pop("UPDATE_POLICY_DOCS", None)
     return env
 
@@ -359,6 +368,11 @@ def test_add_a_policy_rule_is_one_module_one_test_and_one_corpus_program(
         found = {(v["policy"], v["enforcement"]) for v in report["violations"]}
         assert found == {(rule.group(1), "advisory")}, report
         assert report["exit_code"] == 0
+    # The recipe regenerated the rule table: the copy's docs/policy.md is current (what the
+    # docs test demands) and lists the new rule.
+    check = python(root, "-m", CATALOGUE_MODULE, "--check", POLICY_DOC)
+    assert check.returncode == 0, check.stderr
+    assert f"| `{rule.group(1)}` | advisory |" in (root / POLICY_DOC).read_text()
 
 
 def test_add_a_stage_is_one_stack_file(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The README's benchmark block is generated from bench/results.json and cannot drift."""
+"""docs/bench.md's benchmark block is generated from bench/results.json and cannot drift."""
 
 from __future__ import annotations
 
@@ -19,8 +19,15 @@ def _results() -> dict[str, Any]:
     return data
 
 
-def test_the_readme_block_is_what_the_committed_results_render() -> None:
-    assert readme.current_block(readme.README.read_text()) == readme.render(_results())
+def test_the_docs_block_is_what_the_committed_results_render() -> None:
+    assert readme.DOC == readme.ROOT / "docs" / "bench.md"
+    assert readme.current_block(readme.DOC.read_text()) == readme.render(_results())
+
+
+def test_the_readme_links_the_tables_instead_of_holding_them() -> None:
+    text = (readme.ROOT / "README.md").read_text()
+    assert readme.START not in text and "| Scenario |" not in text
+    assert "(docs/bench.md)" in text
 
 
 def test_the_block_shows_calls_write_units_modelled_time_and_cost_side_by_side() -> None:
@@ -40,11 +47,11 @@ def test_the_block_shows_calls_write_units_modelled_time_and_cost_side_by_side()
 
 def test_the_check_fails_when_the_results_change(tmp_path: Path) -> None:
     results = _results()
-    readme_file = tmp_path / "README.md"
+    doc_file = tmp_path / "bench.md"
     results_file = tmp_path / "results.json"
-    readme_file.write_text("intro\n" + readme.render(results) + "\noutro\n")
+    doc_file.write_text("intro\n" + readme.render(results) + "\noutro\n")
     results_file.write_text(json.dumps(results))
-    args = ["--readme", str(readme_file), "--results", str(results_file)]
+    args = ["--doc", str(doc_file), "--results", str(results_file)]
     assert readme.main([*args, "--check"]) == 0
     changed = copy.deepcopy(results)
     changed["consumer"]["happy"]["summary"]["ours"]["model"]["write_units_per_message"] += 1
@@ -52,5 +59,5 @@ def test_the_check_fails_when_the_results_change(tmp_path: Path) -> None:
     assert readme.main([*args, "--check"]) == 1
     assert readme.main(args) == 0  # regenerate
     assert readme.main([*args, "--check"]) == 0
-    text = readme_file.read_text()
+    text = doc_file.read_text()
     assert text.startswith("intro\n") and text.endswith("\noutro\n")

@@ -4,4 +4,4 @@ Only the version lives here: this module ships inside every Lambda archive (the 
 ``idempotent_messaging.runtime``), so it must import nothing.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -2,8 +2,8 @@
 queue and on a standard one (where single-item claims are PartiQL INSERTs, not a transaction):
 {no publish fault, one PublishBatch entry refused (for each event), a whole PublishBatch call
 failed} x {DLQ send works, DLQ send fails} x {no crash, a process death before every AWS call
-of the first delivery, after its last call}, for every strategy offered (transactional only:
-the Powertools strategy is withdrawn). After redelivery, each time:
+of the first delivery, after its last call}, for both claim placements. After redelivery, each
+time:
 
 * every valid event has exactly one row, a ``sent`` claim and at least one notification;
 * FIFO: within each group, the first acknowledgement of each event follows the queue order;
@@ -20,7 +20,7 @@ import pytest
 from moto import mock_aws
 
 from handlers.orders import order_notification, order_writes
-from idempotent_messaging.runtime import Consumer, env
+from idempotent_messaging.runtime import Consumer
 from tests.integration.runtime_faults import drop_publish_entries, fail_sends
 from tests.integration.test_runtime_crashes import CrashAt
 from tests.integration.test_runtime_world import (
@@ -36,7 +36,6 @@ from tests.integration.test_runtime_world import (
 
 pytestmark = pytest.mark.integration
 
-STRATEGIES = [env.STRATEGY_TRANSACTIONAL]
 CONSUMER = Consumer(writes=order_writes, notification=order_notification, sleep=lambda _s: None)
 # Where the claim lives: a separate claim item, or in the order row (SingleItemEffect).
 PLACEMENTS = {
@@ -70,7 +69,6 @@ def acknowledgements(world: Aws) -> list[str]:
 def first_delivery(
     world: Aws,
     queue: SimQueue,
-    strategy: str,
     publish: str,
     quarantine: str,
     crash: Any,
@@ -90,7 +88,7 @@ def first_delivery(
             world.crash_after_call = start + crash.call
         else:
             world.crash_before_call = start + crash.call
-    runtime = world.runtime(strategy=strategy, source_fifo=fifo)
+    runtime = world.runtime(source_fifo=fifo)
     try:
         queue.deliver(lambda event: consumer.process(event, FakeContext(), runtime))
     except Crash:  # pragma: no cover - SimQueue.deliver absorbs it
@@ -101,7 +99,6 @@ def first_delivery(
 
 
 def scenario(
-    strategy: str,
     publish: str,
     quarantine: str,
     crash: Any,
@@ -121,9 +118,9 @@ def scenario(
             message_id = queue.send(body, group_id=group if fifo else None)
             if event_id == "POISON":
                 poison_id = message_id
-        calls = first_delivery(world, queue, strategy, publish, quarantine, crash, consumer, fifo)
+        calls = first_delivery(world, queue, publish, quarantine, crash, consumer, fifo)
         # Every fault is gone: SQS redelivers until the queue is empty.
-        runtime = world.runtime(strategy=strategy, source_fifo=fifo)
+        runtime = world.runtime(source_fifo=fifo)
         queue.drain(lambda event: consumer.process(event, FakeContext(), runtime))
         assert_exactly_once(world, EXPECTED)
         for group in "ab" if fifo else "":
@@ -142,21 +139,19 @@ def scenario(
 
 @pytest.mark.parametrize("queue", ["fifo", "standard"])
 @pytest.mark.parametrize("placement", PLACEMENTS)
-@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize(
     ("publish", "quarantine"), list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
 )
 def test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise(
     aws_env: dict[str, str],
-    strategy: str,
     publish: str,
     quarantine: str,
     placement: str,
     queue: str,
 ) -> None:
     fifo = queue == "fifo"
-    n_calls = scenario(strategy, publish, quarantine, None, placement, fifo)
+    n_calls = scenario(publish, quarantine, None, placement, fifo)
     assert n_calls >= 2
     points = [CrashAt(k) for k in range(1, n_calls + 1)] + [CrashAt(n_calls, after=True)]
     for crash in points:
-        scenario(strategy, publish, quarantine, crash, placement, fifo)
+        scenario(publish, quarantine, crash, placement, fifo)

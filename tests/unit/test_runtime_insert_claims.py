@@ -1,7 +1,9 @@
 """Which single-item claims may skip the transaction: a PartiQL INSERT enforces exactly "no item
 with this key exists" (DynamoDB developer guide, "PartiQL insert statements":
-DuplicateItemException when the key exists), so only a Put whose condition says no more than
-that may become one."""
+DuplicateItemException when the key exists), so only a Put that adds no condition of its own to
+the declared effect becomes one. The declaration decides, not a parse of the expression: a Put
+with no condition, or restating the effect's own guard (``SingleItemEffect.new_item_conditions``),
+is a create; any other condition is DynamoDB's to evaluate, in the transaction."""
 
 from __future__ import annotations
 
@@ -9,13 +11,20 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.runtime.item_store import only_key_absence
+from idempotent_messaging.runtime import Settings, SingleItemEffect
+from idempotent_messaging.runtime.claims import ItemClaims, StateTableClaims, state_key
 
-KEY = ("tenant_id", "ledger_key")
+pytestmark = pytest.mark.unit
+
+EFFECT = SingleItemEffect(key=("tenant_id", "ledger_key"))
+SETTINGS = Settings(state_table="state", dlq_url="dlq", business_table="t")
 
 
 def put(condition: str | None, names: dict[str, str] | None = None, **extra: Any) -> dict:
-    out: dict[str, Any] = {"TableName": "t", "Item": {}}
+    out: dict[str, Any] = {
+        "TableName": "t",
+        "Item": {"tenant_id": {"S": "a"}, "ledger_key": {"S": "b"}},
+    }
     if condition is not None:
         out["ConditionExpression"] = condition
     if names:
@@ -24,30 +33,34 @@ def put(condition: str | None, names: dict[str, str] | None = None, **extra: Any
     return out
 
 
+def test_the_effect_spells_its_own_guard_over_the_declared_key() -> None:
+    both = "attribute_not_exists(tenant_id) AND attribute_not_exists(ledger_key)"
+    assert EFFECT.condition == both
+    assert SingleItemEffect(key=("order_id",)).condition == "attribute_not_exists(order_id)"
+
+
 @pytest.mark.parametrize(
-    ("condition", "names"),
+    "condition",
     [
-        ("attribute_not_exists(tenant_id)", None),
-        ("attribute_not_exists(ledger_key)", None),  # no item has half a key
-        ("attribute_not_exists(tenant_id) AND attribute_not_exists(ledger_key)", None),
-        ("(attribute_not_exists(#k)) and attribute_not_exists( #s )", {"#k": KEY[0], "#s": KEY[1]}),
-        # The runtime's own guard appended to the reference consumers' condition:
-        (
-            "(attribute_not_exists(tenant_id)) AND attribute_not_exists(#claim_key0)",
-            {"#claim_key0": "tenant_id"},
-        ),
+        None,  # the runtime adds the key guard itself
+        "",
+        "attribute_not_exists(tenant_id) AND attribute_not_exists(ledger_key)",  # charges
+        "attribute_not_exists(tenant_id)",  # no item has half a key
+        "attribute_not_exists(ledger_key)",
     ],
 )
-def test_key_absence_alone_may_become_an_insert(condition: str, names: Any) -> None:
-    assert only_key_absence(put(condition, names), KEY)
+def test_a_put_adding_nothing_to_the_declared_effect_is_a_create(condition: Any) -> None:
+    assert EFFECT.creates(put(condition))
 
 
 @pytest.mark.parametrize(
     ("condition", "names", "extra"),
     [
-        (None, None, {}),  # no condition: the runtime always adds its own guard first
         ("attribute_not_exists(amount)", None, {}),
         ("attribute_not_exists(#a)", {"#a": "amount"}, {}),
+        # Key absence spelled otherwise is not the declared guard: DynamoDB evaluates it.
+        ("attribute_not_exists(#k)", {"#k": "tenant_id"}, {}),
+        ("attribute_not_exists(ledger_key) AND attribute_not_exists(tenant_id)", None, {}),
         ("attribute_not_exists(tenant_id) OR attribute_exists(x)", None, {}),
         ("NOT attribute_exists(tenant_id)", None, {}),
         (
@@ -55,9 +68,39 @@ def test_key_absence_alone_may_become_an_insert(condition: str, names: Any) -> N
             None,
             {"ExpressionAttributeValues": {":cap": {"N": "1"}}},
         ),
+        (None, None, {"ExpressionAttributeValues": {":cap": {"N": "1"}}}),
         ("attribute_not_exists(tenant_id.sub)", None, {}),
-        ("", None, {}),
     ],
 )
-def test_anything_more_keeps_the_transaction(condition: Any, names: Any, extra: Any) -> None:
-    assert not only_key_absence(put(condition, names, **extra), KEY)
+def test_any_condition_of_its_own_keeps_the_transaction(
+    condition: Any, names: Any, extra: Any
+) -> None:
+    assert not EFFECT.creates(put(condition, names, **extra))
+
+
+def key() -> Any:
+    return state_key(tenant_layout=False, event_id="e1", namespace="n", tenant=None)
+
+
+def claim_of(placement: Any, own: dict[str, Any]) -> Any:
+    return placement.claim(
+        key=key(), event_id="e1", message_id="m1", items=[{"Put": own}], status="pending", now=1
+    )
+
+
+def test_an_item_claim_carries_an_insert_only_for_a_create() -> None:
+    claims = ItemClaims(object(), SETTINGS, EFFECT)
+    create = claim_of(claims, put(EFFECT.condition))
+    assert create.insert is not None and create.insert["Statement"].startswith('INSERT INTO "t"')
+    assert create.put["Put"]["ConditionExpression"] == (
+        f"({EFFECT.condition}) AND attribute_not_exists(#claim_key0) AND "
+        "attribute_not_exists(#claim_key1)"
+    )
+    assert claim_of(claims, put("attribute_exists(never_there)")).insert is None
+
+
+def test_a_state_table_claim_never_carries_an_insert() -> None:
+    claims = StateTableClaims(object(), SETTINGS)
+    claim = claims.claim(key=key(), event_id="e1", message_id="m1", items=[], status="sent", now=1)
+    assert claim.insert is None
+    assert claim.put["Put"]["TableName"] == "state"

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.runtime.errors import SchemaError
-from idempotent_messaging.runtime.limits import (
+from idempotent_messaging.runtime.consumer import (
     attribute_problem,
     check_transact_item,
     number_problem,
 )
+from idempotent_messaging.runtime.errors import SchemaError
 from idempotent_messaging.runtime.notify import Notification, PublishEntry, chunk_entries
 from idempotent_messaging.runtime.quarantine import ATTR_DROPPED, QuarantineEntry, _attributes
 

@@ -10,11 +10,18 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.claims import state_key
 from idempotent_messaging.runtime.clients import (
     BOTOCORE_CONFIG,
     clients_from_env,
     reset_clients,
     transaction_backoff,
+)
+from idempotent_messaging.runtime.consumer import (
+    EventIdFromAttribute,
+    EventIdFromBody,
+    EventIdFromContentHash,
+    validate_event_id,
 )
 from idempotent_messaging.runtime.errors import (
     ConfigurationError,
@@ -23,13 +30,6 @@ from idempotent_messaging.runtime.errors import (
     PoisonMessage,
     classify_cancellation,
     classify_exception,
-)
-from idempotent_messaging.runtime.keys import (
-    EventIdFromAttribute,
-    EventIdFromBody,
-    EventIdFromContentHash,
-    state_key,
-    validate_event_id,
 )
 from idempotent_messaging.runtime.notify import Notification, PublishEntry, chunk_entries
 from idempotent_messaging.runtime.quarantine import QuarantineEntry, _attributes, chunk_quarantine
@@ -53,7 +53,6 @@ def test_settings_default_to_event_id_claims_kept_90_days() -> None:
     assert s.key_layout == env.LAYOUT_EVENT_ID
     assert s.claim_ttl_seconds == 90 * 24 * 3600
     assert s.ttl_attribute == "ttl"
-    assert s.strategy == env.STRATEGY_TRANSACTIONAL
     assert s.source_fifo is False
     assert s.business_table is None and s.topic_arn is None
 
@@ -241,8 +240,6 @@ def test_the_dispatcher_and_the_consumers_share_one_client_cache(
 
     reset_clients()
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
-    settings = Settings(state_table="s", dlq_url="q")
-    assert settings.strategy == env.STRATEGY_TRANSACTIONAL
     dispatch = DispatchSettings.__new__(DispatchSettings)
     object.__setattr__(dispatch, "send_concurrency", 4)
     object.__setattr__(dispatch, "segment_concurrency", 2)
@@ -266,14 +263,15 @@ def test_the_dispatcher_and_the_consumers_share_one_client_cache(
     reset_clients()
 
 
-def test_the_batch_algorithm_is_chosen_from_the_settings_in_one_place() -> None:
-    from idempotent_messaging.runtime.errors import ConfigurationError
-    from idempotent_messaging.runtime.strategies import STRATEGIES, batch_class
-    from idempotent_messaging.runtime.strategies.transactional import TransactionalBatch
+def test_the_claim_placement_is_chosen_by_the_declared_effect_alone() -> None:
+    from idempotent_messaging.runtime.claims import (
+        ItemClaims,
+        SingleItemEffect,
+        StateTableClaims,
+        placement,
+    )
 
-    assert batch_class(Settings(state_table="s", dlq_url="q")) is TransactionalBatch
-    assert set(STRATEGIES) == {env.STRATEGY_TRANSACTIONAL}
-    unknown = Settings(state_table="s", dlq_url="q")
-    object.__setattr__(unknown, "strategy", "other")  # Settings refuses it; the map too
-    with pytest.raises(ConfigurationError, match="has no implementation"):
-        batch_class(unknown)
+    settings = Settings(state_table="s", dlq_url="q", business_table="b")
+    assert type(placement(None, object(), settings)) is StateTableClaims
+    effect = SingleItemEffect(key=("order_id",))
+    assert type(placement(effect, object(), settings)) is ItemClaims

@@ -35,14 +35,19 @@ Public API (stable; see docs/runtime.md for the full contract)::
 ``handle`` reads Settings (runtime/env.py names) and builds boto3 clients at
 invocation time, cached by region/endpoint, so env changes between invocations take effect.
 ``Consumer.process(event, context, Runtime(settings, dynamodb, sns, sqs))`` takes them
-explicitly (tests). ``IDEMPOTENCY_STRATEGY=powertools`` is refused with a ConfigurationError
-naming ``transactional``: Powertools cannot commit its record atomically with the write.
+explicitly (tests). One message's path, module by module, is drawn in docs/runtime.md.
 """
 
 from __future__ import annotations
 
-from idempotent_messaging.runtime.consumer import Consumer
-from idempotent_messaging.runtime.contract import Runtime, SingleItemEffect, WriteContext
+from idempotent_messaging.runtime.claims import SingleItemEffect
+from idempotent_messaging.runtime.consumer import (
+    Consumer,
+    EventIdFromAttribute,
+    EventIdFromBody,
+    EventIdFromContentHash,
+    WriteContext,
+)
 from idempotent_messaging.runtime.entry import lambda_handler
 from idempotent_messaging.runtime.errors import (
     ConfigurationError,
@@ -51,14 +56,9 @@ from idempotent_messaging.runtime.errors import (
     PoisonMessage,
     SchemaError,
 )
-from idempotent_messaging.runtime.keys import (
-    EventIdFromAttribute,
-    EventIdFromBody,
-    EventIdFromContentHash,
-)
 from idempotent_messaging.runtime.notify import Notification
 from idempotent_messaging.runtime.observability import Outcome, logger, metrics
-from idempotent_messaging.runtime.settings import Settings
+from idempotent_messaging.runtime.settings import Runtime, Settings
 
 __all__ = [
     "ConfigurationError",

@@ -1,52 +1,88 @@
-"""What every strategy's batch run shares: record state, decoding, FIFO holds, publishing,
-quarantine and the batch response.
+"""One SQS batch through its stages, every AWS call behind a guard.
 
-A strategy subclasses ``BatchRun`` and supplies the DynamoDB stages (``commit_all``,
-``read_statuses``, ``write_statuses``); ``run`` drives the stages in order:
+``run`` drives the stages in order:
 
-1. decode and validate every record (poison is set aside for quarantine, no AWS call);
-2. the strategy's commit of claims + business writes (duplicates and semantic poison split out);
-3. the strategy's status read for duplicates whose claim did not come back with the refusal;
+1. decode and validate every record (``decode``: poison is set aside, no AWS call) and build
+   its claim where the consumer's placement keeps it (``claims``);
+2. commit the claims + business writes: single-item creates on a standard queue as PartiQL
+   INSERTs in ONE BatchExecuteStatement per <= 25 records (``Claim.insert``), everything else
+   in ONE TransactWriteItems per <= 100 items (a cancellation is split by its reasons:
+   duplicates, semantic poison, conflicts retried 50 ms x 2^n +-50 %, 3 attempts);
+3. read the statuses of duplicates whose refusal did not carry the existing claim (one
+   consistent BatchGetItem);
 4. ONE SNS PublishBatch per <= 10 notifications (fresh claims and ``pending`` duplicates);
-5. the strategy's ``sent`` marking;
-6. ONE SQS SendMessageBatch per <= 10 poison messages to the DLQ.
+5. mark them ``sent``: ONE PartiQL BatchExecuteStatement per <= 25 records (not a
+   transaction: 1 write unit each, see ``claims.StateTableClaims.mark_sent``);
+6. ONE SQS SendMessageBatch per <= 10 poison messages to the DLQ (only when there is poison).
 
 Nothing escapes as an exception (except a process death): the result is a partial batch
-response. FIFO: from the first failing record of a group on, the group's records are reported
-failed and are not written, so order within a group is never broken.
+response. FIFO: a record after a failed record of its message group is held (``_hold_back``,
+the one place of that rule): reported failed, neither written nor published. FIFO also keeps
+the transaction for single-item claims: statements succeed or fail one by one, so a later
+record of a group could be written while an earlier one waits for a retry.
 """
 
 from __future__ import annotations
 
 import enum
 import traceback
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_messaging.runtime import env
-from idempotent_messaging.runtime.contract import ConsumerContract, PluginError, Runtime
-from idempotent_messaging.runtime.env import is_fifo
+from idempotent_messaging.runtime.claims import (
+    BATCH_GET_MAX_KEYS,
+    CLAIMED_BY_OTHER_EVENT,
+    PARTIQL_BATCH_MAX_STATEMENTS,
+    TRANSACT_MAX_ITEMS,
+    Claim,
+    ClaimPlacement,
+    StateKey,
+    StatusWrite,
+    TransactItem,
+    describe_item,
+    insert_chunks,
+)
+from idempotent_messaging.runtime.clients import MAX_ATTEMPTS, transaction_backoff
 from idempotent_messaging.runtime.errors import (
+    TRANSIENT_STATEMENT_CODES,
     FailureClass,
+    PluginError,
     PoisonKind,
     PoisonMessage,
     classify_exception,
-    error_code,
+    classify_statement,
+    is_transaction_cancelled,
+    short_error,
+    split_cancellation,
 )
-from idempotent_messaging.runtime.item_store import ItemClaimStore
-from idempotent_messaging.runtime.keys import EventIdFromAttribute, StateKey, utf8_length
 from idempotent_messaging.runtime.notify import Notification, Notifier, PublishEntry, chunk_entries
-from idempotent_messaging.runtime.observability import Outcome, logger, record_outcomes
-from idempotent_messaging.runtime.quarantine import Quarantine, QuarantineEntry, chunk_quarantine
-from idempotent_messaging.runtime.store import (
-    CLAIMED_BY_OTHER_EVENT,
-    ClaimStore,
-    StateStore,
-    TransactItem,
+from idempotent_messaging.runtime.observability import (
+    Outcome,
+    logger,
+    record_outcome,
+    record_outcomes,
 )
+from idempotent_messaging.runtime.quarantine import (
+    Quarantine,
+    QuarantineEntry,
+    can_carry,
+    chunk_quarantine,
+)
+from idempotent_messaging.runtime.settings import Runtime, is_fifo
+
+
+@dataclass(frozen=True)
+class DecodedMessage:
+    """What decoding a record yields (``consumer.Consumer.decode``)."""
+
+    event_id: str
+    key: StateKey
+    items: list[TransactItem]
+    notification: Notification | None
 
 
 class Stage(enum.Enum):
@@ -68,9 +104,7 @@ class RecordState:
     group_id: str | None
     stage: Stage = Stage.PARSED
     event_id: str | None = None
-    key: StateKey | None = None
-    claim: TransactItem | None = None
-    items: list[TransactItem] = field(default_factory=list)
+    claim: Claim | None = None
     notification: Notification | None = None
     duplicate: bool = False
     key_existed: bool = False
@@ -82,6 +116,10 @@ class RecordState:
     reason: str | None = None
     attempts: int = 1
     notification_id: str | None = None
+
+    @property
+    def key(self) -> StateKey | None:
+        return self.claim.key if self.claim else None
 
     def poison(self, kind: PoisonKind | str, reason: str) -> None:
         self.stage = Stage.POISON
@@ -106,27 +144,38 @@ class RecordState:
 
 
 class BatchRun:
-    """State of one batch through the stages; every AWS call goes through a guard."""
+    """State of one batch through the stages.
+
+    It never sees the consumer: only its ``decode``, the claim placement it declared
+    (``claims.placement``), the attribute its event id comes from (kept on DLQ copies), the
+    batch's ``now`` and ``sleep`` (the conflict backoff).
+    """
 
     def __init__(
-        self, contract: ConsumerContract, runtime: Runtime, context: Any, event: Mapping[str, Any]
+        self,
+        runtime: Runtime,
+        context: Any,
+        event: Mapping[str, Any],
+        *,
+        decode: Callable[[Mapping[str, Any], int], DecodedMessage],
+        claims: ClaimPlacement,
+        event_id_attribute: str | None,
+        now: int,
+        sleep: Callable[[float], None],
     ) -> None:
-        self.contract = contract
         self.settings = runtime.settings
         self.context = context
-        # The one place that decides where claims live (the consumer declares it).
-        self.store: ClaimStore = (
-            ItemClaimStore(runtime.dynamodb, runtime.settings, contract.effect)
-            if contract.effect is not None
-            else StateStore(runtime.dynamodb, runtime.settings)
-        )
+        self.decode = decode
+        self.claims = claims
+        self.event_id_attribute = event_id_attribute
+        self.now = now
+        self.sleep = sleep
+        self.sqs = runtime.sqs
         self.notifier = (
             Notifier(runtime.sns, runtime.settings.topic_arn)
             if runtime.settings.topic_arn
             else None
         )
-        self.quarantine = Quarantine(runtime.sqs, runtime.settings.dlq_url)
-        self.now = int(contract.clock())
         raws = list(event.get("Records") or [])
         self.fifo = self.settings.source_fifo or any(
             is_fifo(str(r.get("eventSourceARN", ""))) for r in raws
@@ -161,9 +210,9 @@ class BatchRun:
             self._publish()
             self._write_statuses()
             self._resolve_shadows()
-            self._propagate_fifo_failures()
+            self._hold_back(self.records)
             self._quarantine()
-            self._propagate_fifo_failures()
+            self._hold_back(self.records)
             self._quarantine_exhausted()
         except Exception as exc:  # never let one bug fail the whole batch silently
             logger.error(
@@ -201,19 +250,6 @@ class BatchRun:
             ]
         }
 
-    # --- the strategy's DynamoDB stages ---------------------------------------------------------
-    def _commit_all(self) -> None:
-        """Claims + business writes of every PARSED record (duplicates, poison split out)."""
-        raise NotImplementedError
-
-    def _read_statuses(self) -> None:
-        """Statuses of NEED_READ duplicates (then ``_apply_status``)."""
-        raise NotImplementedError
-
-    def _write_statuses(self) -> None:
-        """Mark NEED_STATUS records ``sent`` and finish them."""
-        raise NotImplementedError
-
     # --- guards ------------------------------------------------------------------------------
     def _time_ok(self, recs: Sequence[RecordState]) -> bool:
         """False (and ``recs`` failed) when too little Lambda time remains for another call."""
@@ -224,28 +260,32 @@ class BatchRun:
             rec.fail(FailureClass.TRANSIENT, "remaining Lambda time too short; left for redelivery")
         return False
 
-    def _blocked(self, rec: RecordState) -> bool:
-        """FIFO: an earlier record of the same group has failed, so this one must wait."""
-        if not self.fifo or rec.group_id is None:
-            return False
-        return any(
-            other.failed and other.group_id == rec.group_id for other in self.records[: rec.index]
-        )
-
-    def _drop_blocked(self, recs: Sequence[RecordState]) -> list[RecordState]:
+    def _hold_back(self, recs: Sequence[RecordState]) -> list[RecordState]:
+        """THE FIFO group rule: a failed record holds every later record of its message group
+        in the batch. Each of ``recs`` after a failed record of its group is failed too (left
+        for redelivery, in order), unless it is done without failing or already in the DLQ;
+        returns those that may go on. Standard queues: every record is independent."""
+        if not self.fifo:
+            return list(recs)
+        first_failure: dict[str, int] = {}  # group -> index of its first failed record
+        for rec in self.records:
+            if rec.failed and rec.group_id is not None:
+                first_failure.setdefault(rec.group_id, rec.index)
         kept = []
         for rec in recs:
-            if self._blocked(rec):
+            if rec.failed or rec.outcome is Outcome.QUARANTINED:
+                continue  # decided (failing a quarantined one would quarantine it twice)
+            if rec.group_id is not None and first_failure.get(rec.group_id, rec.index) < rec.index:
                 rec.fail(FailureClass.TRANSIENT, "an earlier message of its group failed")
             else:
                 kept.append(rec)
         return kept
 
-    # --- stage 1: decode -----------------------------------------------------------------------
+    # --- stage 1: decode ---------------------------------------------------------------------
     def _decode_all(self) -> None:
         for rec in self.records:
             try:
-                decoded = self.contract.decode(rec.raw, self.settings, self.now)
+                decoded = self.decode(rec.raw, self.now)
             except PoisonMessage as exc:
                 rec.event_id = exc.event_id
                 rec.poison(exc.kind, exc.reason)
@@ -259,7 +299,7 @@ class BatchRun:
                 continue
             rec.event_id = decoded.event_id
             rec.notification = decoded.notification
-            rec.key, rec.claim, rec.items = self.store.claim(
+            rec.claim = self.claims.claim(
                 key=decoded.key,
                 event_id=decoded.event_id,
                 message_id=rec.message_id,
@@ -284,9 +324,192 @@ class BatchRun:
         return [r for r in self.records if r.stage is stage and r.shadow_of is None]
 
     # --- stage 2: claims + business writes ---------------------------------------------------
+    def _commit_all(self) -> None:
+        inserts: list[tuple[RecordState, Claim]] = []
+        transact: list[RecordState] = []
+        for rec in self._live(Stage.PARSED):
+            assert rec.claim is not None
+            if rec.claim.insert is not None and not self.fifo:
+                inserts.append((rec, rec.claim))
+            else:
+                transact.append(rec)
+        for statements in insert_chunks(inserts):
+            self._insert([rec for rec, _ in statements])
+        chunk: list[RecordState] = []
+        size = 0
+        for rec in transact:
+            assert rec.claim is not None
+            n = 1 + len(rec.claim.items)
+            if chunk and size + n > TRANSACT_MAX_ITEMS:
+                self._commit(chunk)
+                chunk, size = [], 0
+            chunk.append(rec)
+            size += n
+        if chunk:
+            self._commit(chunk)
+
+    def _insert(self, todo: list[RecordState]) -> None:
+        """ONE BatchExecuteStatement of INSERTs; statements refused alone are split out, the
+        throttled ones retried alone."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not todo or not self._time_ok(todo):
+                return
+            statements = [_insert_of(rec) for rec in todo]
+            try:
+                answers = self.claims.insert(statements)
+            except (ClientError, BotoCoreError) as exc:
+                failure_class = classify_exception(exc)
+                if failure_class is FailureClass.PERMANENT:
+                    # The whole call was refused, not one statement: one transaction per
+                    # record attributes the refusal to the record that caused it.
+                    for rec in todo:
+                        self._commit([rec])
+                    return
+                for rec in todo:
+                    rec.fail(failure_class, f"claim write failed: {short_error(exc)}")
+                return
+            retry = []
+            for rec, answer in zip(todo, answers, strict=True):
+                if answer.code is None:
+                    self._committed(rec)
+                    continue
+                failure_class = classify_statement(answer.code)
+                if failure_class is FailureClass.DUPLICATE:
+                    rec.key_existed = True
+                    self._duplicate(rec, answer.item)
+                elif failure_class is FailureClass.PERMANENT:
+                    assert rec.claim is not None
+                    rec.poison(
+                        PoisonKind.SCHEMA,
+                        f"business write {describe_item(rec.claim.put)} was refused: "
+                        f"{answer.code}: {answer.message}; nothing was written",
+                    )
+                elif answer.code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                    rec.attempts = max(rec.attempts, attempt + 1)
+                    retry.append(rec)
+                else:
+                    rec.fail(FailureClass.TRANSIENT, f"claim write failed: {answer.code}")
+            if retry:
+                self.sleep(transaction_backoff(attempt))
+            todo = retry
+
+    def _committed(self, rec: RecordState) -> None:
+        rec.stage = Stage.NEED_PUBLISH if rec.notification else Stage.DONE
+        if rec.stage is Stage.DONE:
+            rec.finish(Outcome.PROCESSED)
+
+    def _commit(self, todo: list[RecordState]) -> None:
+        """ONE TransactWriteItems of the records' claims and writes, resubmitted smaller after
+        a cancellation until every record is decided."""
+        while todo:
+            todo = self._hold_back(todo)
+            if not todo or not self._time_ok(todo):
+                return
+            items: list[TransactItem] = []
+            owners: list[tuple[RecordState, int]] = []  # (record, -1 for its claim or write index)
+            for rec in todo:
+                assert rec.claim is not None
+                items.append(rec.claim.put)
+                owners.append((rec, -1))
+                for position, item in enumerate(rec.claim.items):
+                    items.append(item)
+                    owners.append((rec, position))
+            try:
+                self.claims.transact(items)
+            except ClientError as exc:
+                if is_transaction_cancelled(exc):
+                    todo = self._split_cancelled(todo, owners, exc)
+                    self._quarantine_now()
+                    continue
+                failure_class = classify_exception(exc)
+                if failure_class is FailureClass.PERMANENT and len(todo) > 1:
+                    # Not attributable to one record: fall back to one transaction per record.
+                    for rec in todo:
+                        self._commit([rec])
+                        self._quarantine_now()
+                    return
+                for rec in todo:
+                    if failure_class is FailureClass.PERMANENT:
+                        rec.poison(PoisonKind.SCHEMA, f"transaction rejected: {short_error(exc)}")
+                    else:
+                        rec.fail(failure_class, f"transaction failed: {short_error(exc)}")
+                return
+            except BotoCoreError as exc:
+                for rec in todo:
+                    rec.fail(FailureClass.TRANSIENT, f"transaction failed: {type(exc).__name__}")
+                return
+            for rec in todo:
+                self._committed(rec)
+            return
+
+    def _split_cancelled(
+        self, todo: list[RecordState], owners: list[tuple[RecordState, int]], exc: ClientError
+    ) -> list[RecordState]:
+        """Use CancellationReasons to split a cancelled transaction; returns what to resubmit."""
+        verdicts = split_cancellation(
+            exc.response.get("CancellationReasons") or [],
+            [(rec.index, position) for rec, position in owners],
+        )
+        conflicted: set[int] = set()
+        for rec in todo:
+            verdict = verdicts[rec.index]
+            if verdict.failure_class is FailureClass.DUPLICATE:
+                self._duplicate(rec, verdict.item)
+            elif verdict.failure_class is FailureClass.TRANSIENT:
+                conflicted.add(rec.index)
+            elif verdict.failure_class is FailureClass.PERMANENT and verdict.position == -1:
+                # The claim itself was refused (e.g. ValidationError on the state item): not
+                # a business outcome, and there may be no business item.
+                rec.poison(
+                    PoisonKind.SCHEMA,
+                    f"claim write was cancelled: {verdict.code}; nothing was written",
+                )
+            elif verdict.failure_class is FailureClass.PERMANENT:
+                assert rec.claim is not None
+                kind = (
+                    PoisonKind.SEMANTIC
+                    if verdict.code == "ConditionalCheckFailed"
+                    else PoisonKind.SCHEMA
+                )
+                item = describe_item(rec.claim.items[verdict.position])
+                rec.poison(
+                    kind,
+                    f"business write {verdict.position} {item} was cancelled: {verdict.code};"
+                    " claim not written",
+                )
+        retry: list[RecordState] = []
+        worst = 0
+        for rec in todo:
+            if rec.stage is not Stage.PARSED:
+                continue
+            if rec.index in conflicted:
+                if rec.attempts >= MAX_ATTEMPTS:
+                    rec.fail(
+                        FailureClass.TRANSIENT,
+                        f"transaction conflict persisted after {rec.attempts} attempts",
+                    )
+                    continue
+                record_outcome(
+                    Outcome.RETRIED,
+                    message_id=rec.message_id,
+                    event_id=rec.event_id,
+                    group_id=rec.group_id,
+                    receive_count=rec.receive_count,
+                    failure_class=str(FailureClass.TRANSIENT),
+                    reason="TransactionConflict",
+                    attempts=rec.attempts,
+                )
+                worst = max(worst, rec.attempts)
+                rec.attempts += 1
+            retry.append(rec)
+        if worst:
+            self.sleep(transaction_backoff(worst))
+        return retry
+
+    # --- stage 3: duplicates -----------------------------------------------------------------
     def _duplicate(self, rec: RecordState, existing: Mapping[str, Any] | None) -> None:
         rec.duplicate = True
-        status = self.store.verdict(existing, rec.event_id)
+        status = self.claims.verdict(existing, rec.event_id)
         if status is None:
             rec.stage = Stage.NEED_READ
         else:
@@ -307,8 +530,41 @@ class BatchRun:
         else:
             rec.fail(FailureClass.TRANSIENT, f"claim has unexpected status {status!r}")
 
+    def _read_statuses(self) -> None:
+        """Statuses of the duplicates whose refusal did not carry the existing claim."""
+        pending = self._hold_back(self._live(Stage.NEED_READ))
+        for start in range(0, len(pending), BATCH_GET_MAX_KEYS):
+            chunk = pending[start : start + BATCH_GET_MAX_KEYS]
+            if not self._time_ok(chunk):
+                continue
+            try:
+                statuses, unprocessed = self.claims.read_statuses(
+                    [r.key for r in chunk if r.key], [r.event_id or "" for r in chunk if r.key]
+                )
+            except (ClientError, BotoCoreError) as exc:
+                for rec in chunk:
+                    rec.fail(classify_exception(exc), f"status read failed: {short_error(exc)}")
+                continue
+            for rec in chunk:
+                assert rec.key is not None
+                if rec.key.label in unprocessed:
+                    rec.fail(FailureClass.TRANSIENT, "status read left unprocessed")
+                elif statuses.get(rec.key.label) is None and rec.key_existed:
+                    # Its INSERT was refused because the item existed; now it is gone.
+                    rec.fail(FailureClass.TRANSIENT, "item vanished after its key was refused")
+                elif statuses.get(rec.key.label) is None and self.claims.absent_claim_is_semantic:
+                    rec.poison(
+                        PoisonKind.SEMANTIC,
+                        "business write was cancelled: ConditionalCheckFailed; nothing was written",
+                    )
+                elif statuses.get(rec.key.label) is None:
+                    rec.fail(FailureClass.TRANSIENT, "claim vanished after its condition failed")
+                else:
+                    self._apply_status(rec, statuses[rec.key.label])
+
+    # --- stage 4: notifications --------------------------------------------------------------
     def _publish(self) -> None:
-        pending = self._drop_blocked(self._live(Stage.NEED_PUBLISH))
+        pending = self._hold_back(self._live(Stage.NEED_PUBLISH))
         entries: list[PublishEntry] = []
         by_id: dict[str, RecordState] = {}
         for rec in pending:
@@ -327,8 +583,7 @@ class BatchRun:
             )
         for chunk in chunk_entries(entries, one_per_group=self.fifo):
             # FIFO: a chunk may follow one where an earlier record of the group failed.
-            recs = self._drop_blocked([by_id[e.entry_id] for e in chunk])
-            live = {r.index for r in recs}
+            live = {r.index for r in self._hold_back([by_id[e.entry_id] for e in chunk])}
             self._publish_chunk([e for e in chunk if int(e.entry_id[1:]) in live], by_id)
             self._quarantine_now()
 
@@ -343,12 +598,8 @@ class BatchRun:
             failure_class = classify_exception(exc)
             if failure_class is FailureClass.PERMANENT and len(chunk) > 1:
                 for entry in chunk:  # not attributable to one entry: one call each
-                    if not self._blocked(by_id[entry.entry_id]):
+                    if self._hold_back([by_id[entry.entry_id]]):
                         self._publish_chunk([entry], by_id)
-                    else:
-                        by_id[entry.entry_id].fail(
-                            FailureClass.TRANSIENT, "an earlier message of its group failed"
-                        )
                 return
             for rec in recs:
                 if failure_class is FailureClass.PERMANENT:
@@ -383,7 +634,7 @@ class BatchRun:
         if rec.key is None or rec.notification is None:
             return
         try:
-            self.store.record_owed(rec.key, rec.notification, error, self.now, rec.event_id or "")
+            self.claims.record_owed(rec.key, rec.notification, error, self.now, rec.event_id or "")
         except (ClientError, BotoCoreError) as exc:
             # The DLQ copy still carries the body: a redrive publishes it.
             logger.warning(
@@ -391,7 +642,47 @@ class BatchRun:
                 extra={"event_id": rec.event_id, "error": short_error(exc)},
             )
 
-    # --- stage 4: status -> sent -------------------------------------------------------------
+    # --- stage 5: status -> sent -------------------------------------------------------------
+    def _write_statuses(self) -> None:
+        pending = self._live(Stage.NEED_STATUS)
+        for start in range(0, len(pending), PARTIQL_BATCH_MAX_STATEMENTS):
+            self._write_status_chunk(pending[start : start + PARTIQL_BATCH_MAX_STATEMENTS])
+
+    def _write_status_chunk(self, todo: list[RecordState]) -> None:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not todo or not self._time_ok(todo):
+                return
+            writes = []
+            for rec in todo:
+                assert rec.key is not None  # every committed record has its key
+                writes.append(
+                    StatusWrite(
+                        key=rec.key,
+                        notification_id=rec.notification_id,
+                        event_id=rec.event_id or "",
+                    )
+                )
+            try:
+                codes = self.claims.mark_sent(writes, self.now)
+            except (ClientError, BotoCoreError) as exc:
+                # Published but not marked: the redelivery republishes (at-least-once).
+                for rec in todo:
+                    rec.fail(classify_exception(exc), f"status write failed: {short_error(exc)}")
+                return
+            retry = []
+            for rec, code in zip(todo, codes, strict=True):
+                if code is None:
+                    rec.finish(Outcome.REPUBLISHED if rec.duplicate else Outcome.PROCESSED)
+                elif code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                    rec.attempts = max(rec.attempts, attempt + 1)
+                    retry.append(rec)
+                else:
+                    # Published but not marked: the redelivery republishes (at-least-once).
+                    rec.fail(FailureClass.TRANSIENT, f"status write failed: {code}")
+            if retry:
+                self.sleep(transaction_backoff(attempt))
+            todo = retry
+
     def _resolve_shadows(self) -> None:
         ok = {Outcome.PROCESSED, Outcome.REPUBLISHED, Outcome.DUPLICATE_SKIPPED}
         for rec in self.records:
@@ -407,20 +698,7 @@ class BatchRun:
                     FailureClass.TRANSIENT, "an earlier record of the same event did not finish"
                 )
 
-    def _propagate_fifo_failures(self) -> None:
-        if not self.fifo:
-            return
-        failed_groups: set[str] = set()
-        for rec in self.records:
-            if rec.group_id is None:
-                continue
-            if rec.outcome is Outcome.QUARANTINED:
-                continue  # already in the DLQ: failing it now would quarantine it twice
-            if rec.group_id in failed_groups and not rec.failed:
-                rec.fail(FailureClass.TRANSIENT, "an earlier message of its group failed")
-            elif rec.failed:
-                failed_groups.add(rec.group_id)
-
+    # --- stage 6: quarantine -----------------------------------------------------------------
     def _quarantine_now(self) -> None:
         """FIFO: quarantine poison before anything later of its group is written or published,
         so a failed DLQ send holds the rest of the group back (standard queues batch it last)."""
@@ -444,16 +722,17 @@ class BatchRun:
             self._quarantine()
 
     def _quarantine(self) -> None:
-        poison = []
-        for rec in self._drop_blocked([r for r in self.records if r.stage is Stage.POISON]):
-            if utf8_length(rec.body) is None:
+        poison = self._hold_back([r for r in self.records if r.stage is Stage.POISON])
+        if not poison:
+            return
+        copyable = []
+        for rec in poison:
+            if can_carry(rec.body):
+                copyable.append(rec)
+            else:
                 # SQS could never carry this body: keep it where it is (its redrive policy
                 # moves it to the DLQ unchanged) instead of failing the whole DLQ call.
-                quarantine_failed(rec, "body is not valid Unicode and cannot be copied")
-            else:
-                poison.append(rec)
-        source = self.contract.event_id
-        source_attribute = source.name if isinstance(source, EventIdFromAttribute) else None
+                _quarantine_failed(rec, "body is not valid Unicode and cannot be copied")
         entries = [
             QuarantineEntry(
                 entry_id=f"q{rec.index}",
@@ -466,44 +745,37 @@ class BatchRun:
                 event_id=rec.event_id,
                 group_id=rec.group_id,
                 original_attributes=rec.raw.get("messageAttributes") or {},
-                event_id_attribute=source_attribute,
+                event_id_attribute=self.event_id_attribute,
             )
-            for rec in poison
+            for rec in copyable
         ]
-        by_id = {f"q{rec.index}": rec for rec in poison}
+        by_id = {f"q{rec.index}": rec for rec in copyable}
+        sender = Quarantine(self.sqs, self.settings.dlq_url)
         for chunk in chunk_quarantine(entries):
             recs = [by_id[e.entry_id] for e in chunk]
             if not self._time_ok(recs):
                 continue
             try:
-                results = self.quarantine.send_batch(chunk)
+                results = sender.send_batch(chunk)
             except Exception as exc:  # any failure to quarantine means "keep it in SQS"
                 for rec in recs:
-                    quarantine_failed(rec, short_error(exc))
+                    _quarantine_failed(rec, short_error(exc))
                 continue
             for entry in chunk:
                 error = results.get(entry.entry_id)
                 rec = by_id[entry.entry_id]
                 if error:
-                    quarantine_failed(rec, error)
+                    _quarantine_failed(rec, error)
                 else:
                     rec.finish(Outcome.QUARANTINED)
 
 
-def quarantine_failed(rec: RecordState, error: str) -> None:
+def _insert_of(rec: RecordState) -> dict[str, Any]:
+    assert rec.claim is not None and rec.claim.insert is not None
+    return rec.claim.insert
+
+
+def _quarantine_failed(rec: RecordState, error: str) -> None:
     # Never dropped: report failed so SQS keeps it (and its own redrive policy applies).
     reason = f"{rec.kind}: {rec.reason}; quarantine send failed: {error}"
     rec.fail(FailureClass.PERMANENT, reason)
-
-
-def describe_item(item: Mapping[str, Any]) -> str:
-    kind = next(iter(item), "?")
-    table = item.get(kind, {}).get("TableName", "?") if isinstance(item.get(kind), Mapping) else "?"
-    return f"({kind} on {table})"
-
-
-def short_error(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        message = str(exc.response.get("Error", {}).get("Message", ""))[:200]
-        return f"{error_code(exc)}: {message}"
-    return type(exc).__name__

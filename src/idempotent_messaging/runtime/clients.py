@@ -27,7 +27,7 @@ BOTOCORE_CONFIG = Config(
     connect_timeout=2,
     read_timeout=5,
     # Every request is built by the runtime from parts it has already checked per record
-    # (limits.check_transact_item: types, numbers, nesting, sizes; a bad value poisons ITS
+    # (consumer.check_transact_item: types, numbers, nesting, sizes; a bad value poisons ITS
     # record, where botocore's ParamValidationError would fail the whole call), and AWS
     # validates each request again. Skipping botocore's client-side pass saves CPU per item
     # (docs/runtime.md); a test runs every branch's requests through that validator.

@@ -1,33 +1,363 @@
-"""``Consumer``: the consumer contract plus its Lambda entry points.
+"""``Consumer``: what a consumer declares, how each of its records is decoded and checked
+before any AWS call, and its entry points.
 
 ``handle`` builds settings and clients from the environment of the invocation; ``process``
-takes them explicitly; both run the batch through the strategy the settings choose
-(``strategies.batch_class``). The contract itself (plug-ins, decoding, settings checks) is
-``contract.ConsumerContract``; the batch algorithms are in ``batch`` and ``strategies``.
+takes them explicitly; both choose the claim placement the consumer declared
+(``claims.placement``) and run the batch (``batch.BatchRun``). ``decode`` is pure: JSON, the
+event id (``EventIdFrom*``), the key, ``writes()`` checked against DynamoDB's value limits,
+``notification()``; anything that can never succeed is ``PoisonMessage``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import decimal
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Protocol
 
-from idempotent_messaging.runtime.contract import ConsumerContract, Runtime
-from idempotent_messaging.runtime.errors import ConfigurationError
+from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.batch import BatchRun, DecodedMessage
+from idempotent_messaging.runtime.claims import (
+    ALLOWED_ITEM_KINDS,
+    TRANSACT_MAX_ITEMS,
+    SingleItemEffect,
+    TransactItem,
+    placement,
+    state_key,
+)
+from idempotent_messaging.runtime.errors import (
+    ConfigurationError,
+    PluginError,
+    PoisonKind,
+    PoisonMessage,
+    SchemaError,
+)
+from idempotent_messaging.runtime.notify import Notification, checked_notification
 from idempotent_messaging.runtime.observability import (
     Outcome,
     logger,
     record_outcome,
     refresh_from_env,
 )
-from idempotent_messaging.runtime.strategies import batch_class
+from idempotent_messaging.runtime.settings import Runtime, Settings
+
+DEFAULT_MAX_BODY_BYTES = 256 * 1024
+"""Bodies above this are poison: the notification (SNS: 256 KiB) and the business row
+(DynamoDB: 400 KB) could never hold them."""
 
 
-class Consumer(ConsumerContract):
-    """An idempotent SQS consumer: database exactly-once, notification at-least-once.
+# --- event ids: producer-assigned, never the SQS messageId --------------------------------------
+class EventIdSource(Protocol):
+    """Where a message's event id comes from."""
 
-    Built like ``ConsumerContract`` (see its arguments); adds the entry points.
+    def extract(self, record: Mapping[str, Any], message: Any) -> str: ...
+
+
+@dataclass(frozen=True)
+class EventIdFromBody:
+    """A field of the decoded JSON body; ``path`` is dotted (``"meta.id"``)."""
+
+    path: str = env.EVENT_ID_KEY
+
+    def extract(self, record: Mapping[str, Any], message: Any) -> str:
+        value: Any = message
+        for part in self.path.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                raise PoisonMessage(PoisonKind.MISSING_EVENT_ID, f"body has no field {self.path!r}")
+            value = value[part]
+        return validate_event_id(value, f"body field {self.path!r}")
+
+
+@dataclass(frozen=True)
+class EventIdFromAttribute:
+    """An SQS message attribute (String type) set by the producer."""
+
+    name: str
+
+    def extract(self, record: Mapping[str, Any], message: Any) -> str:
+        attributes = record.get("messageAttributes") or {}
+        attribute = attributes.get(self.name)
+        if not isinstance(attribute, Mapping) or attribute.get("stringValue") is None:
+            raise PoisonMessage(
+                PoisonKind.MISSING_EVENT_ID, f"message attribute {self.name!r} is missing"
+            )
+        return validate_event_id(attribute["stringValue"], f"message attribute {self.name!r}")
+
+
+@dataclass(frozen=True)
+class EventIdFromContentHash:
+    """SHA-256 of the raw body, for producers that assign no id.
+
+    Identical bodies are ONE event (two distinct events must differ in content) and a re-send
+    with a changed timestamp is a NEW event: prefer a producer id whenever one exists.
     """
 
+    def extract(self, record: Mapping[str, Any], message: Any) -> str:
+        body = record.get("body") or ""
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def utf8_length(value: str) -> int | None:
+    """Length in UTF-8 bytes, or None when the text cannot be encoded (a lone surrogate)."""
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
+def validate_event_id(value: Any, where: str) -> str:
+    """An event id is a non-empty string of printable characters that UTF-8 can encode.
+
+    Its length is checked where it becomes a key (``claims.state_key``), in bytes as DynamoDB
+    counts.
+    """
+    if not isinstance(value, str):
+        raise PoisonMessage(
+            PoisonKind.INVALID_EVENT_ID, f"{where} is a {type(value).__name__}, not a string"
+        )
+    if not value or not value.strip():
+        raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{where} is empty")
+    if utf8_length(value) is None:
+        raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{where} is not valid Unicode text")
+    if not value.isprintable():
+        raise PoisonMessage(PoisonKind.INVALID_EVENT_ID, f"{where} contains control characters")
+    return value
+
+
+def validate_tenant(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise PoisonMessage(PoisonKind.SCHEMA, "tenant id is missing or not a non-empty string")
+    if utf8_length(value) is None or not value.isprintable():
+        raise PoisonMessage(PoisonKind.SCHEMA, "tenant id is not printable Unicode text")
+    return value
+
+
+# --- DynamoDB's limits on attribute values, checked per write ----------------------------------
+# moto accepts numbers and nesting that DynamoDB rejects with a ValidationException, and a
+# ValidationException on a shared transaction cannot say which record caused it. So every
+# business write is checked here, per record, and a value DynamoDB cannot hold makes THAT
+# record poison with a reason naming the write, the attribute and the rule (never the value).
+# Limits (DynamoDB developer guide, "Service, account, and table quotas" and "Data types"): a
+# number has at most 38 significant digits; a non-zero magnitude lies in 1E-130 ..
+# 9.9999999999999999999999999999999999999E+125; NaN and Infinity do not exist; nested
+# attributes go at most 32 levels deep; strings are UTF-8 (a lone surrogate cannot be
+# encoded); an item is at most 400 KB (attribute names + values, UTF-8).
+MAX_NUMBER_DIGITS = 38
+MIN_NUMBER_EXPONENT = -130  # smallest positive magnitude 1E-130
+MAX_NUMBER_MAGNITUDE = Decimal("1E126")  # the largest is 9.99..9E+125 (38 nines)
+MIN_NUMBER_MAGNITUDE = Decimal("1E-130")
+MAX_NESTING_DEPTH = 32
+MAX_ITEM_BYTES = 400 * 1024
+
+
+def number_problem(text: Any) -> str | None:
+    """Why DynamoDB would reject ``text`` as a number (None when it is fine)."""
+    if not isinstance(text, str):
+        return f"is a {type(text).__name__}, not a numeric string"
+    try:
+        value = Decimal(text.strip())
+    except (InvalidOperation, ValueError):
+        return "is not a number"
+    if not value.is_finite():
+        return "is NaN or Infinity, which DynamoDB numbers cannot be"
+    if value.is_zero():
+        return None
+    # Exact arithmetic only: normalize() and abs() round to the context's 28 digits.
+    digits = "".join(map(str, value.as_tuple().digits)).strip("0")
+    if len(digits) > MAX_NUMBER_DIGITS:
+        return f"has {len(digits)} significant digits (DynamoDB keeps at most {MAX_NUMBER_DIGITS})"
+    magnitude = value.copy_abs()
+    if magnitude >= MAX_NUMBER_MAGNITUDE or magnitude < MIN_NUMBER_MAGNITUDE:
+        return "is outside DynamoDB's number range 1E-130 .. 9.9E+125"
+    return None
+
+
+def _text_bytes(text: Any) -> int | None:
+    return utf8_length(text) if isinstance(text, str) else None
+
+
+def attribute_problem(value: Any) -> tuple[str | None, int]:
+    """(why DynamoDB would reject this AttributeValue or None, its size in bytes).
+
+    Iterative, so a value nested thousands deep cannot exhaust the interpreter's stack.
+    """
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        # The top-level attribute is depth 1; 32 nested levels below it are allowed.
+        if depth > MAX_NESTING_DEPTH + 1:
+            return f"is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels", size
+        if not isinstance(current, Mapping) or len(current) != 1:
+            return "is not a DynamoDB attribute value ({type: value})", size
+        ((kind, inner),) = current.items()
+        if kind == "S":
+            n = _text_bytes(inner)
+            if n is None:
+                return "is a string that is not valid Unicode text", size
+            size += n
+        elif kind == "N":
+            problem = number_problem(inner)
+            if problem:
+                return f"number {problem}", size
+            size += 21
+        elif kind in ("SS", "NS", "BS"):
+            if not isinstance(inner, Sequence) or isinstance(inner, str | bytes) or not inner:
+                return f"{kind} is not a non-empty list", size
+            for element in inner:
+                if kind == "NS":
+                    problem = number_problem(element)
+                    if problem:
+                        return f"number in a set {problem}", size
+                    size += 21
+                elif kind == "SS":
+                    n = _text_bytes(element)
+                    if n is None:
+                        return "is a string set holding invalid Unicode text", size
+                    size += n
+                else:
+                    size += len(element) if isinstance(element, bytes | bytearray) else 0
+        elif kind == "B":
+            size += len(inner) if isinstance(inner, bytes | bytearray) else 0
+        elif kind in ("BOOL", "NULL"):
+            size += 1
+        elif kind == "M":
+            if not isinstance(inner, Mapping):
+                return "M is not a map", size
+            for name, element in inner.items():
+                n = _text_bytes(name)
+                if n is None:
+                    return "has an attribute name that is not valid Unicode text", size
+                if n == 0:
+                    # DynamoDB refuses an empty attribute name at any depth ("Empty attribute
+                    # name"); moto stores it and then cannot even scan the item back.
+                    return "has an empty attribute name (a map key)", size
+                size += n + 1
+                stack.append((element, depth + 1))
+        elif kind == "L":
+            if not isinstance(inner, Sequence) or isinstance(inner, str | bytes):
+                return "L is not a list", size
+            for element in inner:
+                size += 1
+                stack.append((element, depth + 1))
+        else:
+            return f"has unknown type {kind!r}", size
+    return None, size
+
+
+def _values_of(kind: str, body: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(label, AttributeValue) pairs of one transaction item that DynamoDB will store/compare."""
+    pairs: list[tuple[str, Any]] = []
+    if kind == "Put":
+        item = body.get("Item")
+        if isinstance(item, Mapping):
+            pairs.extend((f"attribute {name!r}", value) for name, value in item.items())
+    key = body.get("Key")
+    if isinstance(key, Mapping):
+        pairs.extend((f"key {name!r}", value) for name, value in key.items())
+    values = body.get("ExpressionAttributeValues")
+    if isinstance(values, Mapping):
+        pairs.extend((f"expression value {name!r}", value) for name, value in values.items())
+    return pairs
+
+
+def check_transact_item(position: int, item: Mapping[str, Any]) -> None:
+    """Raise SchemaError when DynamoDB would reject ``item`` (the ``position``-th write)."""
+    ((kind, body),) = item.items()
+    if not isinstance(body, Mapping):
+        raise SchemaError(f"writes() item {position} ({kind}) is not a mapping")
+    total = 0
+    item_attributes = body.get("Item") if kind == "Put" else None
+    if isinstance(item_attributes, Mapping) and "" in item_attributes:
+        raise SchemaError(f"writes() item {position} (Put) has an empty attribute name")
+    for label, value in _values_of(kind, body):
+        problem, size = attribute_problem(value)
+        if problem:
+            raise SchemaError(f"writes() item {position} ({kind}) {label} {problem}")
+        total += size + len(label)
+    if kind == "Put" and total > MAX_ITEM_BYTES:
+        raise SchemaError(
+            f"writes() item {position} (Put) is about {total} bytes; DynamoDB items are at "
+            f"most {MAX_ITEM_BYTES}"
+        )
+
+
+# --- the consumer -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WriteContext:
+    """What ``writes`` may use besides the decoded message."""
+
+    event_id: str
+    message_id: str
+    business_table: str | None
+    """``BUSINESS_TABLE`` from the environment (None when unset)."""
+    tenant: str | None
+    now: int
+    """Epoch seconds at which the batch started."""
+
+
+WritesFn = Callable[[Any, WriteContext], Sequence[TransactItem]]
+NotificationFn = Callable[[Any, str], Notification | None]
+TenantFn = Callable[[Any], str]
+
+
+class Consumer:
+    """An idempotent SQS consumer: database exactly-once, notification at-least-once.
+
+    Args:
+        writes: ``writes(message, ctx) -> [TransactItem, ...]``: the business writes for one
+            decoded message as DynamoDB transaction items in the low-level client format
+            (``{"Put": {...}}``, ``{"Update": {...}}``, ``{"ConditionCheck": {...}}``). Their
+            own conditions failing is a semantic failure: the message is quarantined and its
+            claim is not written. Raise ``SchemaError(reason)`` (or KeyError/TypeError/
+            ValueError) for a malformed message. Reasons must not quote message content.
+        notification: ``notification(message, event_id) -> Notification | None``; None (the
+            function or its result) means no notification: the claim is written as ``sent``.
+        event_id: ``EventIdFromBody(path="event_id")``, ``EventIdFromAttribute(name)`` or
+            ``EventIdFromContentHash()``.
+        namespace: sort-key prefix in the tenant layout (``<namespace>#<event id>``).
+        tenant: ``tenant(message) -> str``; required when ``STATE_KEY_LAYOUT=tenant``.
+        requires_business_table: refuse to run when ``BUSINESS_TABLE`` is unset.
+        effect: ``SingleItemEffect(key=(...))`` declares that the business effect is ONE item
+            of ``BUSINESS_TABLE`` whose key derives from the event: the claim then lives in
+            that item (``claims.ItemClaims``). Omitted: a separate claim item in the state
+            table (``claims.StateTableClaims``), for effects of any shape.
+
+    Messages are decoded as JSON with floats as ``Decimal`` (DynamoDB's number type).
+    """
+
+    def __init__(
+        self,
+        *,
+        writes: WritesFn,
+        notification: NotificationFn | None = None,
+        event_id: EventIdSource | None = None,
+        namespace: str = "event",
+        tenant: TenantFn | None = None,
+        requires_business_table: bool = False,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        effect: SingleItemEffect | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not namespace or "#" in namespace:
+            raise ValueError(f"namespace={namespace!r} must be non-empty and contain no '#'")
+        self.writes = writes
+        self.notification = notification
+        self.event_id = event_id or EventIdFromBody()
+        self.namespace = namespace
+        self.tenant = tenant
+        self.requires_business_table = requires_business_table
+        self.max_body_bytes = max_body_bytes
+        self.effect = effect
+        self.clock = clock
+        self.sleep = sleep
+
+    # --- entry points ---------------------------------------------------------------------
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Lambda entry: settings and clients come from the environment of THIS invocation."""
         refresh_from_env()
@@ -39,13 +369,117 @@ class Consumer(ConsumerContract):
 
     def process(self, event: Mapping[str, Any], context: Any, runtime: Runtime) -> dict[str, Any]:
         """Process one SQS batch with explicit settings and clients."""
+        settings = runtime.settings
         try:
-            self.check(runtime.settings)
-            run = batch_class(runtime.settings)(self, runtime, context, event)
+            self.check(settings)
         except ConfigurationError as exc:
             return _all_failed(event, str(exc))
+        source = self.event_id
+        run = BatchRun(
+            runtime,
+            context,
+            event,
+            decode=lambda raw, now: self.decode(raw, settings, now),
+            claims=placement(self.effect, runtime.dynamodb, settings),
+            event_id_attribute=source.name if isinstance(source, EventIdFromAttribute) else None,
+            now=int(self.clock()),
+            sleep=self.sleep,
+        )
         run.run()
         return run.response()
+
+    def check(self, settings: Settings) -> None:
+        """Raise ConfigurationError when this consumer cannot run with ``settings``."""
+        if settings.tenant_layout and self.tenant is None:
+            raise ConfigurationError(
+                f"{env.STATE_KEY_LAYOUT}={env.LAYOUT_TENANT} needs a consumer built with tenant="
+            )
+        if self.notification is not None and not settings.topic_arn:
+            raise ConfigurationError(
+                f"{env.NOTIFICATION_TOPIC_ARN} is missing but this consumer sends notifications"
+            )
+        if (self.requires_business_table or self.effect) and not settings.business_table:
+            raise ConfigurationError(f"{env.BUSINESS_TABLE} is missing or empty")
+
+    # --- pure per-record decoding ---------------------------------------------------------
+    def decode(self, raw: Mapping[str, Any], settings: Settings, now: int) -> DecodedMessage:
+        """Decode one record; raises PoisonMessage for anything that can never succeed and
+        PluginError for an unexpected exception of consumer code (both carry the event id
+        once it is known, so a DLQ copy keeps it)."""
+        body = raw.get("body")
+        if not isinstance(body, str):
+            raise PoisonMessage(PoisonKind.NOT_JSON, "record has no text body")
+        size = utf8_length(body)
+        if size is None:
+            raise PoisonMessage(PoisonKind.NOT_JSON, "body is not valid Unicode text")
+        if size > self.max_body_bytes:
+            raise PoisonMessage(
+                PoisonKind.OVERSIZE, f"body is {size} bytes (max {self.max_body_bytes})"
+            )
+        try:
+            message = json.loads(body, parse_float=Decimal)
+        except json.JSONDecodeError as exc:
+            # The decoder's message and position never quote the body itself.
+            where = f" ({exc.msg} at position {exc.pos})"
+            raise PoisonMessage(PoisonKind.NOT_JSON, f"body is not JSON{where}") from None
+        except RecursionError:
+            raise PoisonMessage(
+                PoisonKind.NOT_JSON, "body is JSON nested deeper than the decoder allows"
+            ) from None
+        except ValueError:
+            # e.g. an integer literal above Python's int-string conversion limit.
+            raise PoisonMessage(PoisonKind.NOT_JSON, "body is not JSON") from None
+        event_id = self.event_id.extract(raw, message)
+        try:
+            return self._decode_rest(raw, message, event_id, settings, now)
+        except (PoisonMessage, PluginError) as exc:
+            exc.event_id = event_id
+            raise
+
+    def _decode_rest(
+        self, raw: Mapping[str, Any], message: Any, event_id: str, settings: Settings, now: int
+    ) -> DecodedMessage:
+        tenant = None
+        if settings.tenant_layout:
+            assert self.tenant is not None  # checked by check()
+            tenant = validate_tenant(_plugin_call(self.tenant, "tenant", message))
+        key = state_key(
+            tenant_layout=settings.tenant_layout,
+            event_id=event_id,
+            namespace=self.namespace,
+            tenant=tenant,
+        )
+        ctx = WriteContext(
+            event_id=event_id,
+            message_id=str(raw.get("messageId", "")),
+            business_table=settings.business_table,
+            tenant=tenant,
+            now=now,
+        )
+        items = list(_plugin_call(self.writes, "writes", message, ctx) or [])
+        for position, item in enumerate(items):
+            if (
+                not isinstance(item, Mapping)
+                or len(item) != 1
+                or not set(item) <= ALLOWED_ITEM_KINDS
+            ):
+                raise SchemaError(
+                    f"writes() item {position} is not one of {sorted(ALLOWED_ITEM_KINDS)}"
+                )
+            check_transact_item(position, item)
+        if self.effect is not None:
+            self.effect.check(items, settings.business_table)
+        if 1 + len(items) > TRANSACT_MAX_ITEMS:
+            raise PoisonMessage(
+                PoisonKind.OVERSIZE,
+                f"claim + {len(items)} writes exceed {TRANSACT_MAX_ITEMS} transaction items",
+            )
+        notification = None
+        if self.notification is not None:
+            notification = _plugin_call(self.notification, "notification", message, event_id)
+            if notification is not None:
+                notification = checked_notification(notification)
+        return DecodedMessage(event_id=event_id, key=key, items=items, notification=notification)
 
 
 def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:
@@ -60,3 +494,30 @@ def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:
         )
         failures.append({"itemIdentifier": raw.get("messageId")})
     return {"batchItemFailures": failures}
+
+
+# Consumer code raising these over a message means the message is malformed: the same message
+# would raise again on every delivery.
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError, LookupError)
+
+
+def _plugin_call(fn: Callable[..., Any], name: str, *args: Any) -> Any:
+    """Call consumer code; classify what it raises without ever quoting the message."""
+    try:
+        return fn(*args)
+    except PoisonMessage:
+        raise
+    except RecursionError:
+        raise SchemaError(f"{name}() could not handle the message: nested too deep") from None
+    except decimal.DecimalException:
+        # boto3's TypeSerializer traps Inexact/Rounded/Overflow/Underflow: DynamoDB's number
+        # type cannot hold the value (more than 38 digits, or exponent out of range).
+        raise SchemaError(
+            f"{name}() met a number DynamoDB cannot hold (38 significant digits, "
+            "1E-130 .. 9.9E+125)"
+        ) from None
+    except _MALFORMED as exc:
+        # The exception text may quote the message: keep only its type.
+        raise SchemaError(f"{name}() rejected the message ({type(exc).__name__})") from None
+    except Exception as exc:
+        raise PluginError(name, exc) from None

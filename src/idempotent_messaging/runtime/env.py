@@ -1,14 +1,15 @@
 """Names shared by the stack and the Lambda runtime: environment variables and key schemas.
 
-The components set these variables and create tables with these keys; the runtime reads them.
-Pure constants so that components/ can import them without pulling in boto3.
+The components set these variables and create tables with these keys; the runtime reads them
+(``settings.Settings.from_env``). Names only, no code: components/ imports them without
+pulling in boto3, and no function of this module runs on a message's path.
 """
 
 from __future__ import annotations
 
 # --- Environment variables set on every consumer function -------------------------------------
 STATE_TABLE = "IDEMPOTENCY_STATE_TABLE"  # name of the state (idempotency) table
-STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" or "tenant" (keys.state_key)
+STATE_KEY_LAYOUT = "STATE_KEY_LAYOUT"  # "event_id" or "tenant" (claims.state_key)
 STATE_TTL_ATTRIBUTE = "STATE_TTL_ATTRIBUTE"  # TTL attribute name on the state table
 CLAIM_TTL_SECONDS = "CLAIM_TTL_SECONDS"  # lifetime of a claim record
 BUSINESS_TABLE = "BUSINESS_TABLE"  # name of the business table (optional)
@@ -20,7 +21,11 @@ DLQ_RETENTION_SECONDS = "DLQ_RETENTION_SECONDS"
 # The source queue's redrive maxReceiveCount: a record failing on that receive is quarantined
 # with its error instead of being dead-lettered by SQS without a reason.
 MAX_RECEIVE_COUNT = "MAX_RECEIVE_COUNT"
-IDEMPOTENCY_STRATEGY = "IDEMPOTENCY_STRATEGY"  # "transactional" (default); "powertools" is refused
+# No longer set by the components (the runtime has one way to claim). Deployments made before
+# still carry IDEMPOTENCY_STRATEGY=transactional: that stale value is accepted and ignored, any
+# other value is refused (settings.Settings.from_env).
+IDEMPOTENCY_STRATEGY = "IDEMPOTENCY_STRATEGY"
+STALE_IDEMPOTENCY_STRATEGY = "transactional"
 # Powertools' own settings (documented by Powertools)
 POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 POWERTOOLS_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"
@@ -39,24 +44,13 @@ DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
 
-# --- Strategy and remaining-time guard --------------------------------------------------------
+# --- Remaining-time guard ---------------------------------------------------------------------
 # Stop starting AWS calls when less than this many milliseconds of Lambda time remain.
 REMAINING_TIME_GUARD_MS = "REMAINING_TIME_GUARD_MS"
 DEFAULT_REMAINING_TIME_GUARD_MS = 5_000
-STRATEGY_TRANSACTIONAL = "transactional"
-STRATEGY_POWERTOOLS = "powertools"
 
 # --- Set by the components ---------------------------------------------------------------------
 POWERTOOLS_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"  # "true" when X-Ray tracing is off
-
-FIFO_SUFFIX = ".fifo"
-
-
-def is_fifo(name_url_or_arn: str) -> bool:
-    """SQS and SNS require a FIFO queue's or topic's name to end in ``.fifo`` (and refuse the
-    suffix on standard ones), so the name, URL or ARN alone tells the kind."""
-    return name_url_or_arn.endswith(FIFO_SUFFIX)
-
 
 # --- Claim kept in the business item (SingleItemEffect) ---------------------------------------
 # Prefixed so they cannot collide with a business attribute (the runtime refuses a Put that
@@ -79,9 +73,10 @@ ITEM_CLAIM_ATTRIBUTES = (
 )
 
 # --- What the runtime calls on each table (the component's IAM policy grants exactly these) ---
-# State table: claims are Puts inside TransactWriteItems (authorised per item action), the
-# redelivery read is one consistent BatchGetItem, owed notifications are an UpdateItem, and the
-# `sent` marking is a PartiQL UPDATE (BatchExecuteStatement is authorised per statement).
+# State table (claims.StateTableClaims): claims are Puts inside TransactWriteItems (authorised
+# per item action), the redelivery read is one consistent BatchGetItem, owed notifications are
+# an UpdateItem, and the `sent` marking is a PartiQL UPDATE (BatchExecuteStatement is
+# authorised per statement).
 STATE_TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
@@ -90,10 +85,10 @@ STATE_TABLE_ACTIONS = (
 )
 # Business table: a consumer's writes are the transaction items its contract allows
 # (Put, Update, ConditionCheck, Delete). A consumer declaring SingleItemEffect keeps its claim
-# in the business item, so the business table also gets the claim's reads and markings: the
-# redelivery read (one consistent BatchGetItem), the claim itself as a PartiQL INSERT on a
-# standard queue and the `sent` marking as a PartiQL UPDATE (BatchExecuteStatement is
-# authorised per statement); owed notifications are an UpdateItem.
+# in the business item (claims.ItemClaims), so the business table also gets the claim's reads
+# and markings: the redelivery read (one consistent BatchGetItem), the claim itself as a
+# PartiQL INSERT on a standard queue and the `sent` marking as a PartiQL UPDATE
+# (BatchExecuteStatement is authorised per statement); owed notifications are an UpdateItem.
 BUSINESS_TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",

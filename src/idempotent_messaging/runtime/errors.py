@@ -15,6 +15,9 @@ has exhausted those attempts.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -66,6 +69,16 @@ class SchemaError(PoisonMessage):
 
     def __init__(self, reason: str) -> None:
         super().__init__(PoisonKind.SCHEMA, reason)
+
+
+class PluginError(Exception):
+    """Consumer code raised an exception the runtime cannot classify: the record is reported
+    failed ALONE (possibly transient; SQS redelivers it, its redrive policy bounds it)."""
+
+    def __init__(self, name: str, error: BaseException) -> None:
+        super().__init__(f"{name}() raised {type(error).__name__}")
+        self.reason = f"{name}() raised {type(error).__name__}"
+        self.event_id: str | None = None
 
 
 # Codes botocore's standard retry mode retries before we ever see them; after its attempts are
@@ -131,6 +144,14 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+def short_error(exc: BaseException) -> str:
+    """What a log line or a reason may say of an AWS error: its code and message, or its type."""
+    if isinstance(exc, ClientError):
+        message = str(exc.response.get("Error", {}).get("Message", ""))[:200]
+        return f"{error_code(exc)}: {message}"
+    return type(exc).__name__
+
+
 def is_transaction_cancelled(error: ClientError) -> bool:
     return error_code(error) == "TransactionCanceledException"
 
@@ -169,6 +190,51 @@ def classify_cancellation(code: str, *, is_claim: bool) -> FailureClass | None:
     if code in PERMANENT_CANCELLATION_CODES:
         return FailureClass.PERMANENT
     return FailureClass.TRANSIENT
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What a cancelled transaction's reasons say of one record's items."""
+
+    failure_class: FailureClass | None
+    """DUPLICATE: its claim exists; TRANSIENT: a conflict (resubmit after a backoff);
+    PERMANENT: an item was refused; None: its items were fine (resubmit at once)."""
+    position: int = -1
+    """PERMANENT: the refused item, -1 for the claim, else the business write's index."""
+    code: str = ""
+    item: Mapping[str, Any] | None = None
+    """DUPLICATE: the existing claim, when the reason carried it (``ALL_OLD``)."""
+
+
+def split_cancellation(
+    reasons: Sequence[Mapping[str, Any]], owners: Sequence[tuple[int, int]]
+) -> dict[int, Cancelled]:
+    """Per record, the class of a TransactionCanceledException's ``CancellationReasons`` (one
+    per transaction item, in order; ``owners[i]`` is item i's record and its position, -1 for
+    the record's claim). Reasons that cannot be attributed (not one per item) make every
+    record a conflict, to resubmit."""
+    if len(reasons) != len(owners):
+        return {record: Cancelled(FailureClass.TRANSIENT) for record, _ in owners}
+    by_record: dict[int, list[tuple[int, str, Mapping[str, Any]]]] = {}
+    for (record, position), reason in zip(owners, reasons, strict=True):
+        by_record.setdefault(record, []).append(
+            (position, str(reason.get("Code") or NO_FAILURE_CODE), reason)
+        )
+    out = {}
+    for record, items in by_record.items():
+        claim_code, claim_reason = next((c, r) for p, c, r in items if p == -1)
+        if classify_cancellation(claim_code, is_claim=True) is FailureClass.DUPLICATE:
+            out[record] = Cancelled(FailureClass.DUPLICATE, item=claim_reason.get("Item"))
+            continue
+        classes = [(p, c, classify_cancellation(c, is_claim=p == -1)) for p, c, _ in items]
+        permanent = [(p, c) for p, c, cls in classes if cls is FailureClass.PERMANENT]
+        if any(cls is FailureClass.TRANSIENT for _, _, cls in classes):
+            out[record] = Cancelled(FailureClass.TRANSIENT)
+        elif permanent:
+            out[record] = Cancelled(FailureClass.PERMANENT, *permanent[0])
+        else:
+            out[record] = Cancelled(None)
+    return out
 
 
 # A PartiQL INSERT refused because the key exists answers DuplicateItem (developer guide,

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from idempotent_messaging.runtime.env import is_fifo
+from idempotent_messaging.runtime.errors import PoisonKind, PoisonMessage, SchemaError
+from idempotent_messaging.runtime.settings import is_fifo
 
 PUBLISH_BATCH_MAX_ENTRIES = 10
 PUBLISH_BATCH_MAX_BYTES = 256 * 1024  # total payload of one PublishBatch (and one message)
@@ -30,6 +31,34 @@ class Notification:
         for name, value in self.attributes.items():
             size += len(name.encode("utf-8")) + len(value.encode("utf-8")) + len("String")
         return size
+
+
+def checked_notification(notification: Any) -> Notification:
+    """What ``notification()`` returned, if SNS can carry it: a ``Notification`` of Unicode
+    strings (else schema poison) no larger than one PublishBatch (else oversize poison)."""
+    if not isinstance(notification, Notification):
+        raise SchemaError(
+            f"notification() returned a {type(notification).__name__}, not a Notification"
+        )
+    texts = [notification.message, notification.subject or ""]
+    for name, value in dict(notification.attributes).items():
+        texts.extend((name, value))
+    if not all(isinstance(t, str) and _encodable(t) for t in texts):
+        raise SchemaError("notification() returned text that is not valid Unicode strings")
+    if notification.size() > PUBLISH_BATCH_MAX_BYTES:
+        raise PoisonMessage(
+            PoisonKind.OVERSIZE,
+            f"notification is {notification.size()} bytes (max {PUBLISH_BATCH_MAX_BYTES})",
+        )
+    return notification
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

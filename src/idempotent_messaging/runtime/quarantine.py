@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from idempotent_messaging.runtime.env import is_fifo
+from idempotent_messaging.runtime.settings import is_fifo
 
 SEND_BATCH_MAX_ENTRIES = 10
 # 256 KiB is the long-standing batch payload limit; staying under it works with every SQS
@@ -89,6 +89,16 @@ class Quarantine:
         for entry in entries:
             results.setdefault(entry.entry_id, "no answer for this entry")
         return results
+
+
+def can_carry(body: str) -> bool:
+    """SQS carries Unicode text only: a body UTF-8 cannot encode (a lone surrogate) could
+    never be copied to the DLQ."""
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _copyable(value: Any) -> dict[str, Any] | None:

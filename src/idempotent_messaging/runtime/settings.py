@@ -1,23 +1,25 @@
-"""Runtime settings: one frozen dataclass read from the environment the component sets."""
+"""What one invocation runs with: ``Settings`` read from the environment the component sets,
+``Runtime`` (the settings plus the boto3 clients), and ``is_fifo``, the one FIFO test."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.clients import clients_from_env
 from idempotent_messaging.runtime.errors import ConfigurationError
 
-# Powertools commits the business write and then, in a separate call, its COMPLETED record:
-# a crash or failed write between them re-runs ``writes`` on redelivery. No configuration of it
-# makes the two atomic, so the strategy is refused.
-POWERTOOLS_WITHDRAWN = (
-    f"{env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_POWERTOOLS} is withdrawn: it cannot make the "
-    "idempotency record and the business write atomic, so a crash between them applies the "
-    f"write twice; use {env.IDEMPOTENCY_STRATEGY}={env.STRATEGY_TRANSACTIONAL} (the default: "
-    "claim and business write in one TransactWriteItems)"
-)
+FIFO_SUFFIX = ".fifo"
+
+
+def is_fifo(name_url_or_arn: str) -> bool:
+    """SQS and SNS require a FIFO queue's or topic's name to end in ``.fifo`` (and refuse the
+    suffix on standard ones), so the name, URL or ARN alone tells the kind."""
+    return name_url_or_arn.endswith(FIFO_SUFFIX)
+
 
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
@@ -41,7 +43,6 @@ class Settings:
     source_fifo: bool = False
     source_retention_seconds: int | None = None
     dlq_retention_seconds: int | None = None
-    strategy: str = env.STRATEGY_TRANSACTIONAL
     remaining_time_guard_ms: int = env.DEFAULT_REMAINING_TIME_GUARD_MS
     max_receive_count: int | None = None
     """The source queue's maxReceiveCount; None = unknown (no last-receive quarantine)."""
@@ -55,13 +56,6 @@ class Settings:
             raise ConfigurationError(
                 f"{env.STATE_KEY_LAYOUT}={self.key_layout!r} is invalid; "
                 f"use {env.LAYOUT_EVENT_ID!r} or {env.LAYOUT_TENANT!r}"
-            )
-        if self.strategy == env.STRATEGY_POWERTOOLS:
-            raise ConfigurationError(POWERTOOLS_WITHDRAWN)
-        if self.strategy != env.STRATEGY_TRANSACTIONAL:
-            raise ConfigurationError(
-                f"{env.IDEMPOTENCY_STRATEGY}={self.strategy!r} is invalid; "
-                f"use {env.STRATEGY_TRANSACTIONAL!r}"
             )
         if self.claim_ttl_seconds <= 0:
             raise ConfigurationError(
@@ -96,6 +90,7 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Build from ``environ`` (default ``os.environ``); errors name the variable."""
         e = os.environ if environ is None else environ
+        _refuse_strategy(e)
         return cls(
             state_table=_required(e, env.STATE_TABLE),
             key_layout=e.get(env.STATE_KEY_LAYOUT) or env.LAYOUT_EVENT_ID,
@@ -107,12 +102,39 @@ class Settings:
             source_fifo=_bool(e, env.SOURCE_QUEUE_FIFO),
             source_retention_seconds=_optional_int(e, env.SOURCE_RETENTION_SECONDS),
             dlq_retention_seconds=_optional_int(e, env.DLQ_RETENTION_SECONDS),
-            strategy=e.get(env.IDEMPOTENCY_STRATEGY) or env.STRATEGY_TRANSACTIONAL,
             remaining_time_guard_ms=_int(
                 e, env.REMAINING_TIME_GUARD_MS, env.DEFAULT_REMAINING_TIME_GUARD_MS
             ),
             max_receive_count=_optional_int(e, env.MAX_RECEIVE_COUNT),
         )
+
+
+def _refuse_strategy(e: Mapping[str, str]) -> None:
+    """``IDEMPOTENCY_STRATEGY`` is no longer set: the runtime has one way to claim (the claim
+    commits with the business write). The stale value older deployments set is accepted and
+    ignored; anything else was set by hand for a behaviour that does not exist: refused."""
+    value = e.get(env.IDEMPOTENCY_STRATEGY)
+    if value and value != env.STALE_IDEMPOTENCY_STRATEGY:
+        raise ConfigurationError(
+            f"{env.IDEMPOTENCY_STRATEGY}={value!r} is refused: the variable is no longer read "
+            "(the claim always commits with the business write); unset it, or leave the "
+            f"stale value {env.STALE_IDEMPOTENCY_STRATEGY!r} older deployments set"
+        )
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Settings and clients for one invocation (inject it in tests; ``from_env`` in Lambda)."""
+
+    settings: Settings
+    dynamodb: Any
+    sns: Any
+    sqs: Any
+
+    @classmethod
+    def from_env(cls) -> Runtime:
+        clients = clients_from_env()
+        return cls(Settings.from_env(), clients.dynamodb, clients.sns, clients.sqs)
 
 
 def _required(e: Mapping[str, str], name: str) -> str:

@@ -1,0 +1,637 @@
+"""Where a consumer's claims live: THE placement seam, chosen by what the consumer declares.
+
+* No ``effect`` declared: ``StateTableClaims``. The claim is its own item in the state table,
+  keyed by the event (``state_key``); it commits with the consumer's business writes in one
+  TransactWriteItems, for effects of any shape.
+* ``effect=SingleItemEffect(key=...)``: ``ItemClaims``. The effect is ONE business item and
+  the claim lives in it (``claim_event_id``, ``claim_status``, ...): one conditional Put
+  writes both. When that Put adds no condition of its own to the declared effect
+  (``SingleItemEffect.creates``), the claim needs no transaction: on a standard queue it is
+  a PartiQL INSERT (``Claim.insert``), 1 write unit, and a duplicate refuses its statement
+  alone (``DuplicateItem``).
+
+``placement`` is the one place that chooses. Both placements answer the same calls, one
+method per DynamoDB call (the batch decides chunking, retries and failure classes):
+``claim`` (build), ``transact`` / ``insert`` (commit), ``verdict`` / ``read_statuses``
+(redelivery), ``mark_sent`` (PartiQL UPDATEs), ``record_owed`` (UpdateItem). IAM: what they
+call is ``env.STATE_TABLE_ACTIONS`` / ``env.BUSINESS_TABLE_ACTIONS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.errors import PoisonKind, PoisonMessage, SchemaError
+from idempotent_messaging.runtime.notify import Notification
+from idempotent_messaging.runtime.settings import Settings
+
+TransactItem = dict[str, Any]
+"""One TransactWriteItems element in the low-level client format: ``{"Put": {...}}``,
+``{"Update": {...}}``, ``{"ConditionCheck": {...}}`` (``{"Delete": {...}}`` is accepted too)."""
+
+TRANSACT_MAX_ITEMS = 100  # DynamoDB TransactWriteItems limit
+BATCH_GET_MAX_KEYS = 100  # BatchGetItem limit
+PARTIQL_BATCH_MAX_STATEMENTS = 25  # BatchExecuteStatement limit
+ALLOWED_ITEM_KINDS = frozenset({"Put", "Update", "ConditionCheck", "Delete"})
+MAX_PARTITION_KEY_BYTES = 2048
+"""DynamoDB: a partition key value is at most 2,048 bytes (UTF-8)."""
+MAX_SORT_KEY_BYTES = 1024
+"""DynamoDB: a sort key value is at most 1,024 bytes (UTF-8)."""
+
+CLAIMED_BY_OTHER_EVENT = "claimed by another event"
+"""A claim verdict: the item exists but holds another event's effect (single-item claims)."""
+
+
+# --- keys ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StateKey:
+    """Primary key of an event's claim (low-level attribute values)."""
+
+    key: dict[str, dict[str, str]]
+    label: str
+    """Stable, unique text form used to spot two records of one event in a batch."""
+
+    @property
+    def condition(self) -> str:
+        """``attribute_not_exists`` over every key attribute: the claim guard."""
+        return " AND ".join(f"attribute_not_exists({name})" for name in sorted(self.key))
+
+
+def state_key(
+    *, tenant_layout: bool, event_id: str, namespace: str, tenant: str | None
+) -> StateKey:
+    """Event-id layout: ``{event_id}``; tenant layout:
+    ``{pk: tenant, sk: "<namespace>#<event id>"}``.
+
+    Raises PoisonMessage (invalid event id) when a key value exceeds DynamoDB's limits in
+    UTF-8 bytes, so no request is ever sent that DynamoDB would reject for it.
+    """
+    if not tenant_layout:
+        _check_key_bytes(event_id, "event id (partition key)", MAX_PARTITION_KEY_BYTES)
+        return StateKey(key={env.EVENT_ID_KEY: {"S": event_id}}, label=event_id)
+    if tenant is None:
+        raise ValueError("the tenant layout needs a tenant id")
+    sort_key = f"{namespace}#{event_id}"
+    _check_key_bytes(tenant, "tenant id (partition key)", MAX_PARTITION_KEY_BYTES)
+    _check_key_bytes(sort_key, f"sort key '{namespace}#<event id>'", MAX_SORT_KEY_BYTES)
+    return StateKey(
+        key={env.TENANT_PARTITION_KEY: {"S": tenant}, env.TENANT_SORT_KEY: {"S": sort_key}},
+        label=f"{tenant}\x00{sort_key}",
+    )
+
+
+def _check_key_bytes(value: str, what: str, limit: int) -> None:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise PoisonMessage(
+            PoisonKind.INVALID_EVENT_ID, f"{what} is not valid Unicode text"
+        ) from None
+    if size > limit:
+        raise PoisonMessage(
+            PoisonKind.INVALID_EVENT_ID,
+            f"{what} is {size} bytes in UTF-8; DynamoDB allows at most {limit}",
+        )
+
+
+# --- the declaration ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SingleItemEffect:
+    """A consumer's declaration: "my business effect is ONE item whose key derives from the
+    event" (one order row per order, one ledger row per tenant/employee/month).
+
+    Then ``writes`` returns exactly one ``Put`` on ``BUSINESS_TABLE`` holding the ``key``
+    attributes, and the runtime keeps the claim IN that item (``claim_event_id``,
+    ``claim_status`` ``pending``/``sent``, ...), guarded by the item's own condition
+    (``attribute_not_exists`` over ``key``, and the Put's own condition if any): one write
+    instead of two. A redelivery finds the item: its ``claim_event_id`` is this event (a
+    duplicate: ``sent`` -> skip, ``pending`` -> publish, then mark) or another event (a
+    semantic failure: the item already holds another event's effect). The claim lives as long
+    as the item: no TTL. Never guessed: a consumer without this declaration keeps the separate
+    claim item (``StateTableClaims``).
+    """
+
+    key: tuple[str, ...]
+    """The business table's key attribute names (partition key, then sort key if any)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.key) <= 2 or not all(isinstance(k, str) and k for k in self.key):
+            raise ValueError(
+                f"SingleItemEffect(key={self.key!r}): name the table's partition key and, if it "
+                "has one, its sort key"
+            )
+        reserved = set(self.key) & set(env.ITEM_CLAIM_ATTRIBUTES)
+        if reserved:
+            raise ValueError(f"SingleItemEffect(key={self.key!r}): {sorted(reserved)} reserved")
+
+    @property
+    def condition(self) -> str:
+        """The declared effect's own guard: ``attribute_not_exists`` over the key, in the
+        declared order (``attribute_not_exists(order_id)``)."""
+        return " AND ".join(f"attribute_not_exists({name})" for name in self.key)
+
+    @property
+    def new_item_conditions(self) -> frozenset[str]:
+        """The conditions that restate the declared effect ("no item with this key"): the
+        guard over the whole key, or over one of its attributes (no item has half a key)."""
+        return frozenset({self.condition, *(f"attribute_not_exists({k})" for k in self.key)})
+
+    def creates(self, put: Mapping[str, Any]) -> bool:
+        """True when the consumer's Put adds no condition of its own to the declared effect:
+        none, or one of ``new_item_conditions`` exactly, and no expression values. Then a
+        PartiQL INSERT (which refuses an existing key by itself) writes the same thing.
+        Anything else is a condition DynamoDB must evaluate: the claim keeps the transaction.
+        """
+        if put.get("ExpressionAttributeValues"):
+            return False
+        condition = put.get("ConditionExpression")
+        return not condition or condition in self.new_item_conditions
+
+    def check(self, items: Sequence[TransactItem], business_table: str | None) -> None:
+        """SchemaError unless ``items`` is exactly one Put on ``business_table`` with the key."""
+        if len(items) != 1 or "Put" not in items[0]:
+            raise SchemaError(
+                f"writes() returned {len(items)} items; a single-item consumer returns one Put"
+            )
+        put = items[0]["Put"]
+        if put.get("TableName") != business_table:
+            raise SchemaError("writes() Put of a single-item consumer must target BUSINESS_TABLE")
+        item = put.get("Item") or {}
+        missing = [name for name in self.key if name not in item]
+        if missing:
+            raise SchemaError(f"writes() Put lacks the key attributes {missing}")
+        reserved = sorted(set(item) & set(env.ITEM_CLAIM_ATTRIBUTES))
+        if reserved:
+            raise SchemaError(f"writes() Put sets the runtime's claim attributes {reserved}")
+
+
+# --- what a placement builds and answers --------------------------------------------------------
+@dataclass(frozen=True)
+class Claim:
+    """One record's claim, as its placement writes it."""
+
+    key: StateKey
+    put: TransactItem
+    """The claim's transaction item (the claim Put, or the business Put carrying the claim)."""
+    items: list[TransactItem]
+    """The business writes that commit with it (none when the claim is in the item)."""
+    insert: dict[str, Any] | None = None
+    """The same write as one PartiQL INSERT statement, when that is equivalent (a single-item
+    create); None: the claim needs the transaction."""
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    key: StateKey
+    notification_id: str | None
+    event_id: str = ""
+
+
+@dataclass(frozen=True)
+class StatementAnswer:
+    """One statement's outcome: ``code`` None when it succeeded; ``item`` the existing item
+    when the refusal carried it (``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
+
+    code: str | None
+    message: str = ""
+    item: Mapping[str, Any] | None = None
+
+
+def statement_answers(response: Mapping[str, Any], count: int) -> list[StatementAnswer]:
+    """BatchExecuteStatement's per-statement Responses (a 200 says nothing about each one)."""
+    answers: list[Mapping[str, Any]] = response.get("Responses") or []
+    out = []
+    for index in range(count):
+        answer = answers[index] if index < len(answers) else {"Error": {"Code": "NoAnswer"}}
+        error: Mapping[str, Any] | None = answer.get("Error")
+        if not error:
+            out.append(StatementAnswer(None))
+            continue
+        out.append(
+            StatementAnswer(
+                str(error.get("Code") or "Unknown"),
+                str(error.get("Message") or "")[:200],
+                error.get("Item"),
+            )
+        )
+    return out
+
+
+def describe_item(item: Mapping[str, Any]) -> str:
+    kind = next(iter(item), "?")
+    table = item.get(kind, {}).get("TableName", "?") if isinstance(item.get(kind), Mapping) else "?"
+    return f"({kind} on {table})"
+
+
+_T = TypeVar("_T")
+
+
+def insert_chunks(inserts: Sequence[tuple[_T, Claim]]) -> list[list[tuple[_T, Claim]]]:
+    """<= 25 statements per call, and never two on one item in a call (two events naming one
+    item: the later one waits for a later call, where it meets the first one's row)."""
+    chunks: list[list[tuple[_T, Claim]]] = []
+    keys: list[set[str]] = []
+    for owner, claim in inserts:
+        item_key = json.dumps(claim.key.key, sort_keys=True)
+        for chunk, seen in zip(chunks, keys, strict=True):
+            if len(chunk) < PARTIQL_BATCH_MAX_STATEMENTS and item_key not in seen:
+                break
+        else:
+            chunk, seen = [], set()
+            chunks.append(chunk)
+            keys.append(seen)
+        chunk.append((owner, claim))
+        seen.add(item_key)
+    return chunks
+
+
+def _owed_notification(notification: Notification) -> dict[str, Any]:
+    stored: dict[str, Any] = {"message": {"S": notification.message}}
+    if notification.subject:
+        stored["subject"] = {"S": notification.subject}
+    if notification.attributes:
+        stored["attributes"] = {
+            "M": {name: {"S": value} for name, value in notification.attributes.items()}
+        }
+    return stored
+
+
+def _sent_statement(
+    table: str, status: str, sent_at: str, notification_id: str, now: int, write: StatusWrite
+) -> tuple[list[str], list[dict[str, str]]]:
+    """The SET clauses and their parameters of one ``sent`` marking (one clause per attribute:
+    the documented multi-attribute form; every value is a parameter, so nothing of the event
+    id is ever parsed as PartiQL)."""
+    sets = [f'SET "{status}" = ?', f'SET "{sent_at}" = ?']
+    parameters: list[dict[str, str]] = [{"S": env.STATUS_SENT}, {"N": str(now)}]
+    if write.notification_id:
+        sets.append(f'SET "{notification_id}" = ?')
+        parameters.append({"S": write.notification_id})
+    return sets, parameters
+
+
+class _Placement:
+    """What both placements share: the client and the calls whose shape does not differ."""
+
+    absent_claim_is_semantic: bool
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def transact(self, items: Sequence[TransactItem]) -> None:
+        """One TransactWriteItems; raises botocore ``ClientError`` on cancellation/failure."""
+        self._client.transact_write_items(TransactItems=list(items))
+
+    def insert(self, statements: Sequence[Mapping[str, Any]]) -> list[StatementAnswer]:
+        """ONE BatchExecuteStatement of claims' INSERTs (``Claim.insert``, <= 25)."""
+        return self._execute([dict(s) for s in statements])
+
+    def _execute(self, statements: list[dict[str, Any]]) -> list[StatementAnswer]:
+        """ONE BatchExecuteStatement (caller keeps it <= 25); one answer per statement."""
+        response = self._client.batch_execute_statement(Statements=statements)
+        return statement_answers(response, len(statements))
+
+
+class StateTableClaims(_Placement):
+    """The claim is its own item of the state table; any business effect commits with it."""
+
+    absent_claim_is_semantic = False
+    """A claim condition failed, yet the read finds no claim: it vanished (TTL), a transient
+    state; redelivery claims again."""
+
+    def __init__(self, client: Any, settings: Settings) -> None:
+        super().__init__(client)
+        self._settings = settings
+        self._table = settings.state_table
+
+    def claim(
+        self,
+        *,
+        key: StateKey,
+        event_id: str,
+        message_id: str,
+        items: list[TransactItem],
+        status: str,
+        now: int,
+    ) -> Claim:
+        """The claim Put, guarded so that an existing claim cancels the whole transaction.
+
+        ``ALL_OLD`` returns the existing claim inside the cancellation reason, so a duplicate
+        costs no extra read in the common case. Never an INSERT: the business writes must
+        commit with it.
+        """
+        item: dict[str, Any] = dict(key.key)
+        item.update(
+            {
+                env.EVENT_ID_KEY: {"S": event_id},
+                "status": {"S": status},
+                self._settings.ttl_attribute: {"N": str(now + self._settings.claim_ttl_seconds)},
+                "received_at": {"N": str(now)},
+                "message_id": {"S": message_id},
+            }
+        )
+        put = {
+            "Put": {
+                "TableName": self._table,
+                "Item": item,
+                "ConditionExpression": key.condition,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        return Claim(key=key, put=put, items=items)
+
+    def verdict(self, existing: Mapping[str, Any] | None, event_id: str | None) -> str | None:
+        """Status of an existing claim (None: unknown, read it)."""
+        if not existing:
+            return None
+        status = existing.get("status", {}).get("S")
+        return str(status) if status is not None else None
+
+    def read_statuses(
+        self, keys: Sequence[StateKey], event_ids: Sequence[str]
+    ) -> tuple[dict[str, str | None], set[str]]:
+        """One consistent BatchGetItem: ``({label: status or None if absent}, unprocessed)``."""
+        names = self._projection_names()
+        response = self._client.batch_get_item(
+            RequestItems={
+                self._table: {
+                    "Keys": [k.key for k in keys],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": ", ".join(names),
+                    "ExpressionAttributeNames": names,
+                }
+            }
+        )
+        found = {
+            self._label(item): self.verdict(item, None)
+            for item in response.get("Responses", {}).get(self._table, [])
+        }
+        unprocessed = {
+            self._label(k)
+            for k in response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+        }
+        statuses: dict[str, str | None] = {
+            k.label: found.get(k.label) for k in keys if k.label not in unprocessed
+        }
+        return statuses, unprocessed
+
+    def mark_sent(self, writes: Sequence[StatusWrite], now: int) -> list[str | None]:
+        """ONE PartiQL BatchExecuteStatement of UPDATEs to ``sent`` (caller keeps it <= 25).
+
+        Returns, per write in order, the statement's error code or None. Not a transaction: a
+        standard write costs 1 write unit per KB where a transactional one costs 2, and nothing
+        here needs atomicity across records: each statement is idempotent (it only sets
+        ``sent``, ``sent_at`` and the notification id) and independent of the others' order,
+        so a partial failure leaves some claims ``pending`` and their redelivery republishes
+        (at-least-once). DynamoDB fails an UPDATE whose WHERE matches no item
+        (``ConditionalCheckFailed``), so a vanished claim is never re-created.
+        """
+        statements = []
+        for write in writes:
+            sets, parameters = _sent_statement(
+                self._table, "status", "sent_at", "notification_id", now, write
+            )
+            names = sorted(write.key.key)
+            parameters.extend(write.key.key[name] for name in names)
+            where = " AND ".join(f'"{name}" = ?' for name in names)
+            statements.append(
+                {
+                    "Statement": f'UPDATE "{self._table}" {" ".join(sets)} WHERE {where}',
+                    "Parameters": parameters,
+                }
+            )
+        return [answer.code for answer in self._execute(statements)]
+
+    def record_owed(
+        self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
+    ) -> None:
+        """Keep an owed notification on its ``pending`` claim, for
+        ``python -m idempotent_messaging.ops owed``.
+
+        Only on the rare path where SNS refused it for good (one extra UpdateItem); the claim
+        must still exist and be pending (a ``sent`` claim owes nothing).
+        """
+        names = sorted(key.key)
+        self._client.update_item(
+            TableName=self._table,
+            Key=key.key,
+            UpdateExpression="SET owed_notification = :n, owed_since = :now, owed_error = :e",
+            ConditionExpression=f"attribute_exists({names[0]}) AND #s = :pending",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":n": {"M": _owed_notification(notification)},
+                ":now": {"N": str(now)},
+                ":e": {"S": error[:1000] or "unknown"},
+                ":pending": {"S": env.STATUS_PENDING},
+            },
+        )
+
+    def _projection_names(self) -> dict[str, str]:
+        """Each key attribute once, plus status: DynamoDB rejects a projection naming one path
+        twice (moto accepts it), and rejects unused ExpressionAttributeNames."""
+        if self._settings.tenant_layout:
+            return {"#k1": env.TENANT_PARTITION_KEY, "#k2": env.TENANT_SORT_KEY, "#s": "status"}
+        return {"#k1": env.EVENT_ID_KEY, "#s": "status"}
+
+    def _label(self, item: Mapping[str, Any]) -> str:
+        if self._settings.tenant_layout:
+            pk = item[env.TENANT_PARTITION_KEY]["S"]
+            sk = item[env.TENANT_SORT_KEY]["S"]
+            return f"{pk}\x00{sk}"
+        return str(item[env.EVENT_ID_KEY]["S"])
+
+
+def _partiql_name(name: str) -> str:
+    # A PartiQL tuple's attribute names are single-quoted strings; a quote doubles.
+    return "'" + name.replace("'", "''") + "'"
+
+
+class ItemClaims(_Placement):
+    """The business table, whose single item per event also holds the event's claim.
+
+    2 write units in the transaction instead of 4 for a separate claim item plus the row; the
+    item's own condition (``attribute_not_exists`` over its key) is the claim guard; with
+    ``ALL_OLD`` the refusal returns the existing item, whose ``claim_event_id`` tells a
+    duplicate (this event) from a semantic failure (another event's effect).
+    """
+
+    absent_claim_is_semantic = True
+    """The item's condition failed, yet no item exists: the Put's own condition failed on a
+    new item, a property of the message (semantic), not a vanished claim."""
+
+    def __init__(self, client: Any, settings: Settings, effect: SingleItemEffect) -> None:
+        assert settings.business_table  # Consumer.check requires it
+        super().__init__(client)
+        self._table = settings.business_table
+        self._effect = effect
+        self._key_names = effect.key
+
+    def claim(
+        self,
+        *,
+        key: StateKey,
+        event_id: str,
+        message_id: str,
+        items: list[TransactItem],
+        status: str,
+        now: int,
+    ) -> Claim:
+        """The business Put (checked by ``SingleItemEffect.check``) carrying the claim, and,
+        when the Put only creates the declared item, the same write as a PartiQL INSERT."""
+        own = items[0]["Put"]
+        put = dict(own)
+        item = dict(put["Item"])
+        item.update(
+            {
+                env.ITEM_CLAIM_EVENT_ID: {"S": event_id},
+                env.ITEM_CLAIM_STATUS: {"S": status},
+                env.ITEM_CLAIM_MESSAGE_ID: {"S": message_id},
+                env.ITEM_CLAIM_RECEIVED_AT: {"N": str(now)},
+            }
+        )
+        names = dict(put.get("ExpressionAttributeNames") or {})
+        guards = []
+        for position, name in enumerate(self._key_names):
+            alias = f"#claim_key{position}"
+            names[alias] = name
+            guards.append(f"attribute_not_exists({alias})")
+        condition = " AND ".join(guards)
+        if put.get("ConditionExpression"):
+            condition = f"({put['ConditionExpression']}) AND {condition}"
+        put.update(
+            {
+                "Item": item,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
+        item_key = {name: item[name] for name in self._key_names}
+        # The event id is part of the label: two events for one item in a batch are not
+        # duplicates of each other; they meet as a semantic failure.
+        label = "\x00".join([*(str(v) for v in item_key.values()), event_id])
+        insert = None
+        if own.get("TableName") == self._table and self._effect.creates(own):
+            fields = ", ".join(f"{_partiql_name(name)}: ?" for name in item)
+            insert = {
+                "Statement": f'INSERT INTO "{self._table}" VALUE {{{fields}}}',
+                "Parameters": list(item.values()),
+                # Used when DynamoDB carries the existing item with the refusal; else one read.
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        return Claim(StateKey(key=item_key, label=label), {"Put": put}, [], insert)
+
+    def verdict(self, existing: Mapping[str, Any] | None, event_id: str | None) -> str | None:
+        """This event's claim status, ``CLAIMED_BY_OTHER_EVENT``, or None (unknown: read)."""
+        if not existing:
+            return None
+        claimed_by = existing.get(env.ITEM_CLAIM_EVENT_ID, {}).get("S")
+        if claimed_by != event_id:
+            return CLAIMED_BY_OTHER_EVENT
+        status = existing.get(env.ITEM_CLAIM_STATUS, {}).get("S")
+        return str(status) if status is not None else None
+
+    def read_statuses(
+        self, keys: Sequence[StateKey], event_ids: Sequence[str]
+    ) -> tuple[dict[str, str | None], set[str]]:
+        """One consistent BatchGetItem of the items: ``({label: verdict}, unprocessed)``.
+
+        Two events may name one item (a duplicate and a clash with it): BatchGetItem refuses
+        a request that lists a key twice (ValidationException), so each key is read once."""
+        unique = {self._key_text(k.key): k.key for k in keys}
+        names = {f"#k{i}": name for i, name in enumerate(self._key_names)}
+        names.update({"#ce": env.ITEM_CLAIM_EVENT_ID, "#cs": env.ITEM_CLAIM_STATUS})
+        response = self._client.batch_get_item(
+            RequestItems={
+                self._table: {
+                    "Keys": list(unique.values()),
+                    "ConsistentRead": True,
+                    "ProjectionExpression": ", ".join(names),
+                    "ExpressionAttributeNames": names,
+                }
+            }
+        )
+        found = {
+            self._key_text(item): item
+            for item in response.get("Responses", {}).get(self._table, [])
+        }
+        unprocessed_keys = {
+            self._key_text(k)
+            for k in response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+        }
+        statuses: dict[str, str | None] = {}
+        unprocessed: set[str] = set()
+        for key, event_id in zip(keys, event_ids, strict=True):
+            text = self._key_text(key.key)
+            if text in unprocessed_keys:
+                unprocessed.add(key.label)
+            else:
+                statuses[key.label] = self.verdict(found.get(text), event_id)
+        return statuses, unprocessed
+
+    def mark_sent(self, writes: Sequence[StatusWrite], now: int) -> list[str | None]:
+        """ONE PartiQL BatchExecuteStatement (<= 25), as ``StateTableClaims.mark_sent``; the
+        WHERE clause also requires the item's claim to be this event's."""
+        statements = []
+        for write in writes:
+            sets, parameters = _sent_statement(
+                self._table,
+                env.ITEM_CLAIM_STATUS,
+                env.ITEM_CLAIM_SENT_AT,
+                env.ITEM_CLAIM_NOTIFICATION_ID,
+                now,
+                write,
+            )
+            where = [f'"{name}" = ?' for name in self._key_names]
+            parameters.extend(write.key.key[name] for name in self._key_names)
+            where.append(f'"{env.ITEM_CLAIM_EVENT_ID}" = ?')
+            parameters.append({"S": write.event_id})
+            statements.append(
+                {
+                    "Statement": f'UPDATE "{self._table}" {" ".join(sets)} '
+                    f"WHERE {' AND '.join(where)}",
+                    "Parameters": parameters,
+                }
+            )
+        return [answer.code for answer in self._execute(statements)]
+
+    def record_owed(
+        self, key: StateKey, notification: Notification, error: str, now: int, event_id: str
+    ) -> None:
+        """Keep an owed notification on the item while its claim is this event's, pending."""
+        stored = _owed_notification(notification)
+        stored["since"] = {"N": str(now)}
+        stored["error"] = {"S": error[:1000] or "unknown"}
+        self._client.update_item(
+            TableName=self._table,
+            Key=key.key,
+            UpdateExpression="SET #owed = :n",
+            ConditionExpression="#ce = :e AND #cs = :pending",
+            ExpressionAttributeNames={
+                "#owed": env.ITEM_CLAIM_OWED,
+                "#ce": env.ITEM_CLAIM_EVENT_ID,
+                "#cs": env.ITEM_CLAIM_STATUS,
+            },
+            ExpressionAttributeValues={
+                ":n": {"M": stored},
+                ":e": {"S": event_id},
+                ":pending": {"S": env.STATUS_PENDING},
+            },
+        )
+
+    def _key_text(self, item: Mapping[str, Any]) -> str:
+        return "\x00".join(str(item.get(name)) for name in self._key_names)
+
+
+ClaimPlacement = StateTableClaims | ItemClaims
+
+
+def placement(effect: SingleItemEffect | None, client: Any, settings: Settings) -> ClaimPlacement:
+    """THE seam: the consumer's declared effect chooses where its claims live."""
+    if effect is None:
+        return StateTableClaims(client, settings)
+    return ItemClaims(client, settings, effect)

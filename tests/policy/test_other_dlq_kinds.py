@@ -92,6 +92,14 @@ aws.sns.TopicSubscription(
     "alerts-to-fn", topic=topic.arn, protocol="lambda", endpoint=fn.arn,
     redrive_policy=pulumi.Output.json_dumps({"deadLetterTargetArn": xdlq.arn}),
 )
+# SNS moves undeliverable messages to the subscription's DLQ as sns.amazonaws.com: the DLQ's
+# policy must admit it (SNS Developer Guide, "Configuring an Amazon SNS dead-letter queue").
+aws.sqs.QueuePolicy(
+    "sub-dlq-policy", queue_url=xdlq.id,
+    policy=pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"Service": "sns.amazonaws.com"}, "Action": "sqs:SendMessage",
+        "Resource": xdlq.arn, "Condition": {"ArnEquals": {"aws:SourceArn": topic.arn}}}]}),
+)
 """
         + ASYNC_FAILURE_PATH,
     ),

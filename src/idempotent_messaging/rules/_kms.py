@@ -1,11 +1,14 @@
-"""Whether an AWS service may use the KMS key of an encrypted SNS topic.
+"""Whether an AWS service may use the KMS key of an encrypted SNS topic or SQS queue.
 
-A service that publishes to an encrypted topic (CloudWatch alarm actions, EventBridge) calls
-kms:GenerateDataKey and kms:Decrypt with the topic's key as that service, so the key policy
-must allow its service principal (SNS Developer Guide, "Encryption at rest": "Enable
-compatibility between event sources from AWS services and encrypted topics"). The AWS-managed
-`alias/aws/sns` key's policy cannot be changed, and the default policy of a customer-managed
-key grants only the account's IAM principals: neither lets a service in.
+A service that publishes to an encrypted topic (CloudWatch alarm actions, EventBridge, S3) or
+sends to an encrypted queue (SNS, EventBridge, S3) calls kms:GenerateDataKey and kms:Decrypt
+with the key as that service, so the key policy must allow its service principal (SNS
+Developer Guide, "Encryption at rest": "Enable compatibility between event sources from AWS
+services and encrypted topics"; SQS Developer Guide, "Key management": "Enable compatibility
+between AWS services such as Amazon EventBridge, Amazon S3, and Amazon SNS and encrypted
+queues"). The AWS-managed `alias/aws/sns` and `alias/aws/sqs` keys' policies cannot be changed,
+and the default policy of a customer-managed key grants only the account's IAM principals:
+neither lets a service in. SSE-SQS (`sqs_managed_sse_enabled`) uses no KMS key and admits them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from .values import is_unknown
 
 KEY = "aws:kms/key:Key"
 ALIAS = "aws:kms/alias:Alias"
-AWS_MANAGED_SNS_KEY = re.compile(r"(^|:)alias/aws/sns$")
+AWS_MANAGED_MESSAGING_KEY = re.compile(r"(^|:)alias/aws/(sns|sqs)$")
 
 
 def _key_of(graph: Graph, topic: Node, ref: Any) -> Node | None:
@@ -41,12 +44,12 @@ def _key_of(graph: Graph, topic: Node, ref: Any) -> Node | None:
 
 
 def service_may_use_topic_key(graph: Graph, topic: Node, service: str) -> bool | None:
-    """False when the topic's key certainly refuses `service`; True when the topic is not
-    encrypted or its key allows the service; None when it cannot be told."""
+    """False when the topic's (or queue's) key certainly refuses `service`; True when it is not
+    KMS-encrypted or its key allows the service; None when it cannot be told."""
     ref = topic.get("kmsMasterKeyId")
     if ref is None or ref == "":
         return True
-    if isinstance(ref, str) and not is_unknown(ref) and AWS_MANAGED_SNS_KEY.search(ref):
+    if isinstance(ref, str) and not is_unknown(ref) and AWS_MANAGED_MESSAGING_KEY.search(ref):
         return False
     key = _key_of(graph, topic, ref)
     if key is None:
@@ -58,3 +61,6 @@ def service_may_use_topic_key(graph: Graph, topic: Node, service: str) -> bool |
     if is_unknown(doc):
         return None
     return allows_delivery([doc], service, "kms:GenerateDataKey", None)
+
+
+service_may_use_key = service_may_use_topic_key  # topics and queues name their key alike

@@ -1,12 +1,14 @@
 """Asynchronous failure paths: what an async invocation or a delivery does when it fails.
 
-Lambda invokes asynchronously for EventBridge rules, EventBridge Scheduler and SNS (Lambda
-Developer Guide, "Asynchronous invocation"): after its retries (at most 2, within at most
-6 h) an event that still fails is discarded unless the function has an on-failure destination
-(`FunctionEventInvokeConfig`) or a dead-letter queue. EventBridge rule targets retry for 24 h
-and 185 attempts by default and then drop the event unless the target has a DLQ. SNS drops a
-message it cannot deliver to an SQS or Lambda endpoint after its delivery retries unless the
-subscription has a redrive policy (SNS Developer Guide, "Dead-letter queues").
+Lambda invokes asynchronously for EventBridge rules, EventBridge Scheduler, SNS and S3 event
+notifications (Lambda Developer Guide, "Asynchronous invocation"; S3 User Guide, "Event
+notification destinations": S3 invokes the function asynchronously): after its retries (at
+most 2, within at most 6 h) an event that still fails is discarded unless the function has an
+on-failure destination (`FunctionEventInvokeConfig`) or a dead-letter queue. EventBridge
+rule targets retry for 24 h and 185 attempts by default and then drop the event unless the
+target has a DLQ. SNS drops a message it cannot deliver to an SQS or Lambda endpoint after its
+delivery retries unless the subscription has a redrive policy (SNS Developer Guide,
+"Dead-letter queues").
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 from ._base import ADVISORY, MANDATORY, Finding, stack_rule
 from .graph import (
     ALIAS,
+    BUCKET_NOTIFICATION,
+    EVENT_TARGET,
     FUNCTION,
     INVOKE_CONFIG,
     SCHEDULE,
@@ -27,8 +31,6 @@ from .graph import (
     parse_json,
 )
 from .values import is_unknown
-
-EVENT_TARGET = "aws:cloudwatch/eventTarget:EventTarget"
 
 
 def _async_callers(graph: Graph) -> dict[str, list[str]]:
@@ -62,6 +64,17 @@ def _async_callers(graph: Graph) -> dict[str, list[str]]:
             _function_of(graph, sub, "endpoint", sub.get("endpoint")),
             f"SNS subscription {sub.label}",
         )
+    for n in graph.of_type(BUCKET_NOTIFICATION):
+        # Every function the `lambdaFunctions` property depends on is one it notifies; a
+        # literal ARN names one without a dependency.
+        who = f"S3 bucket notification {n.label}"
+        for fn in graph.dep_nodes(n, "lambdaFunctions", (FUNCTION, ALIAS)):
+            add(fn, who)
+        entries = n.get("lambdaFunctions", default=[])
+        for entry in entries if isinstance(entries, list) else []:
+            value = entry.get("lambdaFunctionArn") if isinstance(entry, dict) else None
+            if isinstance(value, str) and not is_unknown(value):
+                add(graph.function_for_ref(value), who)
     return out
 
 
@@ -93,7 +106,8 @@ def _has_failure_path(graph: Graph, fn: Node) -> bool | None:
 
 @stack_rule(
     "lambda-async-has-failure-destination",
-    "A function invoked asynchronously (Scheduler, EventBridge rule, SNS) has an on-failure "
+    "A function invoked asynchronously (Scheduler, EventBridge rule, SNS, S3 notification) has "
+    "an on-failure "
     "destination or a dead-letter queue.",
     MANDATORY,
     "Add an aws.lambda_.FunctionEventInvokeConfig with destination_config.on_failure, or set "

@@ -35,8 +35,10 @@ ROLE = "aws:iam/role:Role"
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
 INVOKE_CONFIG = "aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"
 SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
-
-_DLQ_NAME = re.compile(r"dlq|dead[-_]?letter", re.I)
+EVENT_TARGET = "aws:cloudwatch/eventTarget:EventTarget"
+EVENT_RULE = "aws:cloudwatch/eventRule:EventRule"
+BUCKET_NOTIFICATION = "aws:s3/bucketNotification:BucketNotification"
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 _QUEUE_URL = re.compile(r"^https?://sqs[.-]([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(\d+)/")
 
 
@@ -49,6 +51,8 @@ class Node:
     prop_deps: dict[str, list[str]] = field(default_factory=dict)
     deps: list[str] = field(default_factory=list)
     parent: str | None = None
+    # The resource's `protect` option as the engine hands it to a policy (None: not passed).
+    protect: bool | None = None
 
     def get(self, *path: str | int, default: Any = None) -> Any:
         """props[path...] or `default` when absent (None counts as absent); may be UNKNOWN."""
@@ -86,8 +90,16 @@ class ExternalRef:
         return f"'{self.ref}' (not declared in this stack)"
 
 
+def protect_of(resource: Any) -> bool | None:
+    """The `protect` option pulumi-policy hands a policy (`PolicyResource.opts.protect` for a
+    stack policy, `ResourceValidationArgs.opts.protect` for a resource policy); None when the
+    engine passes no resource options."""
+    protect = getattr(getattr(resource, "opts", None), "protect", None)
+    return protect if isinstance(protect, bool) else None
+
+
 def node_from_policy_resource(resource: Any) -> Node:
-    """A Node from pulumi-policy's PolicyResource (outputs + dependencies of one resource)."""
+    """A Node from pulumi-policy's PolicyResource (outputs, dependencies and `protect`)."""
     return Node(
         urn=resource.urn,
         type=resource.resource_type,
@@ -96,6 +108,7 @@ def node_from_policy_resource(resource: Any) -> Node:
         prop_deps={k: [d.urn for d in v] for k, v in resource.property_dependencies.items()},
         deps=[d.urn for d in resource.dependencies],
         parent=resource.parent.urn if resource.parent is not None else None,
+        protect=protect_of(resource),
     )
 
 
@@ -470,13 +483,18 @@ class Graph:
                 return None
         return candidates[0] if len(candidates) == 1 else None
 
+    def queue_target(self, node: Node, prop: str, value: Any) -> Node | None:
+        """The stack queue a nested ARN under `node.prop` names (see `_queue_target`)."""
+        return self._queue_target(node, prop, value)
+
     @cached_property
     def other_dlq_users(self) -> dict[str, list[str]]:
         """DLQ URN -> who dead-letters into it other than an SQS redrive.
 
-        Scheduler targets, asynchronous Lambda invocations (function dead-letter config and
-        event-invoke-config on-failure destinations), SNS subscriptions' redrive policies and
-        stream event source mappings' on-failure destinations. Only the alarm rule and the
+        Scheduler targets, EventBridge rule targets (`dead_letter_config.arn`), asynchronous
+        Lambda invocations (function dead-letter config and event-invoke-config on-failure
+        destinations), SNS subscriptions' redrive policies and stream event source mappings'
+        on-failure destinations. Only the alarm rule and the
         "a DLQ needs no DLQ" exemption use these: retention and type compare with a source queue.
         """
         found: list[tuple[Node | None, str]] = []
@@ -495,6 +513,17 @@ class Graph:
                     f"schedule {s.label}",
                 )
             )
+        for t in self.of_type(EVENT_TARGET):
+            # EventBridge sends an event it could not deliver after its retries to the target's
+            # DLQ (EventBridge User Guide, "Using dead-letter queues to process undelivered
+            # events"); the target's own `arn` sits under another property.
+            if t.get("deadLetterConfig") is not None:
+                found.append(
+                    (
+                        self._queue_target(t, "deadLetterConfig", t.get("deadLetterConfig", "arn")),
+                        f"EventBridge target {t.label}",
+                    )
+                )
         for f in self.of_type(FUNCTION):
             dlc = f.get("deadLetterConfig")
             if dlc is not None:
@@ -567,15 +596,6 @@ class Graph:
             ):
                 out.add(target.urn)
         return out
-
-    def named_like_dlq(self, q: Node) -> bool:
-        """A queue whose logical or physical name says it is a dead-letter queue.
-
-        Its source may live in another stack; such a queue, consumed by a replayer, needs no
-        DLQ of its own (only the has-DLQ rule uses this; the other DLQ rules need the source).
-        """
-        names = [q.name, self.queue_name(q) or ""]
-        return any(_DLQ_NAME.search(n) for n in names if n)
 
     # --- functions and mappings --------------------------------------------------------------
 

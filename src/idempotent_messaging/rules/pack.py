@@ -16,6 +16,7 @@ import pkgutil
 import sys
 from typing import Any
 
+from pulumi.runtime import proto
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -29,8 +30,9 @@ from pulumi_policy import (
 
 from .. import __version__
 from .. import rules as rules_package
+from . import waivers
 from ._base import ResourceCheck, Rule, StackCheck
-from .graph import Graph, node_from_policy_resource
+from .graph import Graph, node_from_policy_resource, protect_of
 from .values import plain, raw_props
 
 PACK_NAME = "idempotent-messaging"
@@ -75,6 +77,7 @@ class _GraphCache:
                     {k: [d.urn for d in v] for k, v in r.property_dependencies.items()},
                     [d.urn for d in r.dependencies],
                     r.parent.urn if r.parent is not None else None,
+                    protect_of(r),
                 )
                 for r in resources
             ],
@@ -100,6 +103,55 @@ def _content(value: Any) -> Any:
 GRAPHS = _GraphCache()
 
 
+def _diagnostics_of(report: ReportViolation) -> Any | None:
+    """The diagnostics list pulumi-policy's report callback appends to (the response it closes
+    over), so that a waived finding's diagnostic can be lowered to advisory: the callback
+    reports at the policy's configured level and takes no level of its own. None when this
+    pulumi-policy's callback holds no such list (then a waiver cannot be honoured)."""
+    for cell in getattr(report, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        diagnostics = getattr(value, "diagnostics", None)
+        if diagnostics is not None and hasattr(diagnostics, "add"):  # a repeated proto field
+            return diagnostics
+    return None
+
+
+def _report(
+    report: ReportViolation,
+    policy: str,
+    urn: str,
+    name: str,
+    tags: Any,
+    config: Any,
+    message: str,
+    attach_to: str | None,
+) -> None:
+    """Report one finding, honouring its waivers (see `waivers`): a waived finding is reported
+    as advisory with its reason, never dropped; a refused waiver is said beside the finding."""
+    try:
+        decision = waivers.decide(policy, urn, name, tags, config)
+    except Exception as exc:  # a waiver bug never drops a finding: it keeps its level
+        _rule_failed(f"waivers of {policy} on {urn}", exc)
+        report(f"{message} [waivers not applied: {type(exc).__name__}: {exc}]", attach_to)
+        return
+    text = decision.annotate(message)
+    if decision.waiver is None:
+        report(text, attach_to)
+        return
+    diagnostics = _diagnostics_of(report)
+    if diagnostics is None:  # fail closed: the finding keeps its level, and says why
+        why = "this pulumi-policy's report callback cannot lower a finding's level"
+        report(decision.annotate(message, not_applied=why), attach_to)
+        return
+    report(text, attach_to)
+    last = diagnostics[len(diagnostics) - 1]
+    if last.message.endswith(text):
+        last.enforcementLevel = proto.ADVISORY
+
+
 def _stack(
     name: str,
     description: str,
@@ -111,19 +163,23 @@ def _stack(
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         try:
             graph = GRAPHS.get(args.resources)
-            findings = rule(graph, args.get_config() or {})
+            config = args.get_config() or {}
+            findings = rule(graph, config)
         except Exception as exc:  # a rule bug must not abort the other rules
             _rule_failed(name, exc)
             return
         for urn, message in findings:
-            report(message, urn)
+            node = graph.by_urn.get(urn)
+            resource = node.name if node is not None else urn.rsplit("::", 1)[-1]
+            tags = node.get("tags") if node is not None else None
+            _report(report, name, urn, resource, tags, config, message, urn)
 
     return StackValidationPolicy(
         name=name,
         description=description,
         validate=validate,
         enforcement_level=level,
-        config_schema=PolicyConfigSchema(dict(schema)) if schema else None,
+        config_schema=_schema(schema),
         remediation_steps=remediation,
     )
 
@@ -139,20 +195,28 @@ def _resource(
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         try:
             props = plain(args.props)
-            messages = rule(args.resource_type, props, args.name, args.get_config() or {})
+            config = args.get_config() or {}
+            messages = rule(args.resource_type, props, args.name, config)
         except Exception as exc:  # a rule bug must not abort the other rules
             _rule_failed(f"{name} on {args.urn}", exc)
             return
         for message in messages:
-            report(message, None)
+            _report(report, name, args.urn, args.name, props.get("tags"), config, message, None)
 
     return ResourceValidationPolicy(
         name=name,
         description=description,
         validate=validate,
         enforcement_level=level,
-        config_schema=PolicyConfigSchema(dict(schema)) if schema else None,
+        config_schema=_schema(schema),
         remediation_steps=remediation,
+    )
+
+
+def _schema(schema: Any) -> PolicyConfigSchema:
+    """The rule's own config schema plus the `waivers` property every policy takes."""
+    return PolicyConfigSchema(
+        {**dict(schema or {}), waivers.CONFIG_PROPERTY: waivers.CONFIG_SCHEMA}
     )
 
 

@@ -153,12 +153,12 @@ def lambda_source_has_dlq(graph: Graph, config: Mapping[str, Any]) -> list[Findi
         if not (m.is_sqs and isinstance(queue, Node)) or queue.urn in seen:
             continue
         seen.add(queue.urn)
-        if (
-            queue.urn in graph.redrives
-            or queue.urn in graph.declared_dlqs
-            or graph.named_like_dlq(queue)
-        ):
-            continue  # has a redrive policy, or is itself a DLQ (a DLQ needs no DLQ)
+        if queue.urn in graph.redrives or queue.urn in graph.declared_dlqs:
+            # Has a redrive policy, or is itself a DLQ (a DLQ needs no DLQ) on evidence: the
+            # target of a redrive or of another service's dead-lettering, or a redrive-allow
+            # policy. A name ("dlq-alerts-inbox") is no evidence: a consumed queue named so is
+            # as much a source as any other.
+            continue
         findings.append(
             (
                 queue.urn,
@@ -168,7 +168,9 @@ def lambda_source_has_dlq(graph: Graph, config: Mapping[str, Any]) -> list[Findi
                 f"redrive_policy (deadLetterTargetArn = a DLQ of the same type, "
                 f"maxReceiveCount {limits.DEFAULT_MIN_MAX_RECEIVE_COUNT}.."
                 f"{limits.DEFAULT_MAX_MAX_RECEIVE_COUNT}) inline or as an "
-                f"aws.sqs.RedrivePolicy.",
+                f"aws.sqs.RedrivePolicy. If {queue.label} is itself the DLQ of a queue in "
+                f"another stack, say so with a redrive_allow_policy naming that source "
+                f"(redrivePermission byQueue, sourceQueueArns); its name is no evidence.",
             )
         )
     return findings

@@ -1,19 +1,22 @@
 """DynamoDB rules: idempotency/state tables expire their records; tables keep PITR.
 
-How the pack recognises an idempotency (consumer state) table, so that business tables (order
-lifecycle state, CRM duplicate matches) never trigger the TTL rule. One strong signal suffices:
+TTL deletes items after their expiry epoch (DynamoDB Developer Guide, "Time to Live"): demanded
+of a business table it would delete business data. So a table is an idempotency (consumer
+state) table only on POSITIVE evidence that states its purpose, and the finding names it:
 1. the tag `limits.IDEMPOTENCY_TABLE_TAG_KEY` = `limits.IDEMPOTENCY_TABLE_TAG_VALUE`, or a
-   purpose/role/usage/use/kind/type tag whose value says idempotency/dedup;
-2. a Lambda function's environment variable named exactly as the idempotency runtimes name it
-   (`limits.IDEMPOTENCY_TABLE_ENV_VARS`: ours and Powertools' conventions), or spelling out
-   "idempotency" (IDEMPOTENCY_TABLE_NAME, DDB_IDEMPOTENCY_TABLE), references the table.
-Otherwise a name signal must be corroborated by a structure signal:
-- name signals: a referencing env var matching `envVarPattern` (IDEM_TABLE, DEDUPE_TABLE, ...)
-  or a table name matching `namePatterns` (`...-idem`, `processed-events`, ...);
-- structure signals: the key schema of an idempotency store (a lone string hash key named like
-  an event/message/idempotency key, Powertools' `id`), or a referencing function that carries
-  the Powertools layer.
-The finding states the evidence it used.
+   purpose/role/usage/use/kind/type tag whose whole value names idempotency or deduplication
+   (`idempotency`, `idempotency-state`, `dedup`, `deduplication`);
+2. a Lambda function's environment variable that references the table under a name of the
+   idempotency runtimes (`limits.IDEMPOTENCY_TABLE_ENV_VARS`: ours and Powertools'
+   conventions) or a name matching `envVarPattern` (default: spelling out IDEMPOTENCY, or the
+   whole word IDEM: IDEMPOTENCY_TABLE_NAME, IDEM_TABLE);
+3. the table's own name matching `namePatterns` (default: spelling out "idempotency").
+"Idempotent" alone is no evidence: it is the adjective of project names
+(`idempotent-messaging-orders` is a business table of the project).
+Words that business tables use too (dedup, processed-events, seen-messages) are no evidence, and
+neither is a shape (a lone string `id` hash key, the Powertools layer on a function that names
+the table): a CRM `contact-dedupe` table keyed by `id` is business data. Teams whose naming
+says more can add their patterns in the rule's config.
 """
 
 from __future__ import annotations
@@ -34,72 +37,24 @@ from ._base import (
 from .graph import FUNCTION, TABLE, Graph, Node
 from .values import is_unknown
 
-# Matched case-insensitively against the whole variable name; a name signal only (see above).
-DEFAULT_ENV_VAR_PATTERN = (
-    r"^\w*(IDEMPOTEN|(^|_)IDEM(_|$)|DEDUP|PROCESSED_?(EVENT|MESSAGE|RECORD|REQUEST)"
-    r"|SEEN_?(EVENT|MESSAGE)|CONSUMER_?STATE)\w*$"
-)
-DEFAULT_NAME_PATTERNS = (
-    r"idempoten",
-    r"(^|[-_.])idem($|[-_.])",
-    r"processed[-_]?(events?|messages?|records?)",
-    r"seen[-_]?(events?|messages?)",
-    r"dedup",
-)
+# Matched case-insensitively against the whole variable name.
+DEFAULT_ENV_VAR_PATTERN = r"^\w*(IDEMPOTENC(Y|E)|(^|_)IDEM(_|$))\w*$"
+# Searched case-insensitively in the table's logical and physical names.
+DEFAULT_NAME_PATTERNS = (r"idempotenc(y|e)",)
 
 # Tags that state what a table is for. Only these count: a project or component tag whose value
 # merely contains a keyword (project=idempotent-messaging) says nothing about the table.
 PURPOSE_TAG_KEYS = frozenset({"purpose", "role", "usage", "use", "kind", "type"})
-
-# Hash keys of idempotency stores: Powertools' `id`, our runtime's `event_id`, and the usual
-# message/request keys. A composite (hash + range) key is how business records are modelled.
-IDEMPOTENCY_HASH_KEYS = frozenset(
-    {
-        "id",
-        "pk",
-        "key",
-        "event_id",
-        "eventid",
-        "message_id",
-        "messageid",
-        "idempotency_key",
-        "idempotencykey",
-        "request_id",
-        "requestid",
-        "dedup_key",
-        "dedup_id",
-        "dedupe_key",
-        "deduplication_id",
-    }
+# A purpose tag's WHOLE value (case-insensitive) that names the idempotency purpose.
+PURPOSE_TAG_VALUE = re.compile(
+    r"^(idempotenc[ye]([-_ ](state|store|table|keys?|records?))?|idem|dedupe?|deduplication)$",
+    re.I,
 )
-POWERTOOLS_LAYER = re.compile(r"powertools", re.I)
-# A variable that spells out "idempotency" names an idempotency store, whatever else it says.
-IDEMPOTENCY_WORD = re.compile(r"IDEMPOTEN", re.I)
 
 
 def _env_vars(fn: Node) -> dict[str, Any]:
     variables = fn.get("environment", "variables", default={})
     return variables if isinstance(variables, dict) else {}
-
-
-def _key_schema_signal(table: Node) -> str | None:
-    hash_key, range_key = table.get("hashKey"), table.get("rangeKey")
-    if is_unknown(hash_key) or range_key is not None or not isinstance(hash_key, str):
-        return None
-    if hash_key.lower() not in IDEMPOTENCY_HASH_KEYS:
-        return None
-    attributes = table.get("attributes", default=[])
-    for attr in attributes if isinstance(attributes, list) else []:
-        if isinstance(attr, dict) and attr.get("name") == hash_key and attr.get("type") != "S":
-            return None
-    return f"its lone string hash key '{hash_key}' is an idempotency key"
-
-
-def _has_powertools(fn: Node) -> bool:
-    layers = fn.get("layers", default=[])
-    return isinstance(layers, list) and any(
-        isinstance(arn, str) and POWERTOOLS_LAYER.search(arn) for arn in layers
-    )
 
 
 def _env_references(
@@ -131,61 +86,49 @@ def _env_references(
 
 
 def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str]:
-    """Table URN -> the evidence that it is an idempotency table."""
+    """Table URN -> the positive evidence that it is an idempotency table."""
     names = set(config.get("envVars", limits.IDEMPOTENCY_TABLE_ENV_VARS))
     pattern = re.compile(str(config.get("envVarPattern", DEFAULT_ENV_VAR_PATTERN)), re.I)
     tag_key = str(config.get("tagKey", limits.IDEMPOTENCY_TABLE_TAG_KEY))
     tag_value = str(config.get("tagValue", limits.IDEMPOTENCY_TABLE_TAG_VALUE))
     name_patterns = [re.compile(p, re.I) for p in config.get("namePatterns", DEFAULT_NAME_PATTERNS)]
-    strong: dict[str, str] = {}
-    name_signals: dict[str, str] = {}
-    structure_signals: dict[str, str] = {}
-    for fn in graph.of_type(FUNCTION):
-        powertools = _has_powertools(fn)
-        refs = _env_references(graph, fn, lambda v: v in names or bool(pattern.match(v)))
-        for var, tables in sorted(refs.items()):
-            for table in tables:
-                if var in names or IDEMPOTENCY_WORD.search(var):
-                    strong.setdefault(table.urn, f"function {fn.label} names it in {var}")
-                elif pattern.match(var):
-                    name_signals.setdefault(table.urn, f"function {fn.label} names it in {var}")
-                if powertools:
-                    structure_signals.setdefault(
-                        table.urn, f"function {fn.label} uses the Powertools layer"
-                    )
+
+    def recognised(var: str) -> bool:
+        return var in names or bool(pattern.match(var))
+
+    found: dict[str, str] = {}
     for table in graph.of_type(TABLE):
         for tags_prop in ("tags", "tagsAll"):
             tags = table.get(tags_prop, default={})
             if not isinstance(tags, dict):
                 continue
             if tags.get(tag_key) == tag_value:
-                strong.setdefault(table.urn, f"it is tagged {tag_key}={tag_value}")
+                found.setdefault(table.urn, f"it is tagged {tag_key}={tag_value}")
             for key, value in tags.items():  # e.g. purpose=idempotency, role=dedup
                 if (
                     str(key).lower() in PURPOSE_TAG_KEYS
                     and isinstance(value, str)
-                    and any(p.search(value) for p in name_patterns)
+                    and PURPOSE_TAG_VALUE.match(value.strip())
                 ):
-                    strong.setdefault(table.urn, f"its tag {key}={value} marks it so")
+                    found.setdefault(table.urn, f"its tag {key}={value} marks it so")
+    for fn in graph.of_type(FUNCTION):
+        for var, tables in sorted(_env_references(graph, fn, recognised).items()):
+            if recognised(var):
+                for table in tables:
+                    found.setdefault(table.urn, f"function {fn.label} names it in {var}")
+    for table in graph.of_type(TABLE):
         physical = table.get("name")
         for text in (table.name, physical if isinstance(physical, str) else ""):
             if text and not is_unknown(text) and any(p.search(text) for p in name_patterns):
-                name_signals.setdefault(table.urn, f"its name '{text}' says idempotency")
-        key_signal = _key_schema_signal(table)
-        if key_signal is not None:
-            structure_signals.setdefault(table.urn, key_signal)
-    found = dict(strong)
-    for urn, name_why in name_signals.items():
-        if urn not in found and urn in structure_signals:
-            found[urn] = f"{name_why} and {structure_signals[urn]}"
+                found.setdefault(table.urn, f"its name '{text}' says idempotency")
     return found
 
 
 @stack_rule(
     "dynamodb-idempotency-table-has-ttl",
-    "Every idempotency/state table has TTL enabled. A table counts as one on explicit "
-    "evidence: the idempotency tag, a purpose tag, a function env var of the idempotency "
-    "runtimes, or an idempotency-like name combined with the key schema of one.",
+    "Every idempotency/state table has TTL enabled. A table counts as one on positive "
+    "evidence only: the idempotency tag, a purpose tag, a function env var of the idempotency "
+    "runtimes (or spelling out idempotency), or a table name spelling out idempotency.",
     MANDATORY,
     "Enable ttl {attribute_name: 'ttl', enabled: True} and write expiry epochs.",
     {

@@ -402,9 +402,11 @@ def test_a_file_that_is_neither_format_is_exit_2(tmp_path, capsys):
     assert "neither a `pulumi stack export` file" in report["error"]["message"]
 
 
-def test_state_and_a_project_are_exclusive(capsys):
+@pytest.mark.parametrize("flag", [["--stack", "dev"], ["--preview"]])
+def test_state_and_a_stack_or_mode_are_exclusive(flag, capsys):
+    # `--project` may come along: it says where the program's sources are (annotations).
     with pytest.raises(SystemExit) as raised:
-        main(["--state", str(CLI_JSON / "preview.json"), "--project", "."])
+        main(["--state", str(CLI_JSON / "preview.json"), *flag])
     assert raised.value.code == 2 and "--state reads the mode" in capsys.readouterr().err
 
 

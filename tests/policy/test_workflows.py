@@ -51,6 +51,26 @@ def test_pull_request_runs_tests_offline_check_with_sarif_and_guarded_previews()
     )
 
 
+def test_pull_request_feeds_the_real_preview_with_sames_to_the_plan_check():
+    # CrossGuard sees no planned operation; `pulumi preview --json` does, but only lists the
+    # unchanged resources with --show-sames (without them the check cannot judge: exit 2).
+    preview = load("pull-request.yml")["jobs"]["preview"]
+    runs = [str(s.get("run", "")) for s in preview["steps"]]
+    (json_preview,) = [r for r in runs if "pulumi preview" in r and "--json" in r]
+    assert "--show-sames" in json_preview and "> preview.json" in json_preview
+    assert "${{ matrix.stage }}" in json_preview
+    plan = next(s for s in preview["steps"] if s.get("id") == "plan")
+    assert "idempotent-messaging-check --state preview.json" in plan["run"]
+    assert "--format sarif" in plan["run"]
+    names = [s.get("name", "") for s in preview["steps"]]
+    assert names.index(next(n for n in names if "Plan check" in n)) > runs.index(json_preview)
+    (upload,) = steps_using(preview, "github/codeql-action/upload-sarif")
+    assert upload["with"]["sarif_file"] == "plan-${{ matrix.stage }}.sarif"
+    assert preview["permissions"]["security-events"] == "write"
+    gate = next(s for s in preview["steps"] if "steps.plan.outputs.status" in str(s.get("if")))
+    assert "exit 1" in gate["run"]
+
+
 def test_push_to_main_deploys_dev_then_prod_behind_an_environment_approval():
     wf = load("deploy.yml")
     assert wf["on"]["push"]["branches"] == ["main"]

@@ -3,7 +3,8 @@
     idempotent-messaging-check --project DIR --stack NAME [--preview] [--config FILE]
                            [--answers FILE] [--package-path DIR ...]
                            [--format text|json|sarif] [--output FILE]
-    idempotent-messaging-check --state FILE [--config FILE] [--format ...] [--output FILE]
+    idempotent-messaging-check --state FILE [--state EXPORT] [--project DIR] [--config FILE]
+                           [--format ...] [--output FILE]
 
 No Pulumi CLI, no cloud account. `--preview` makes computed outputs unknown, as in a real
 `pulumi preview` of new resources. `--config` takes the CLI's policy-config JSON
@@ -12,12 +13,17 @@ No Pulumi CLI, no cloud account. `--preview` makes computed outputs unknown, as 
 `--package-path` adds a directory of packages the program imports (after the program's own
 virtualenv, which is honoured as the Pulumi CLI does). `--state` checks a stack in any Pulumi
 language from the CLI's JSON instead: a `pulumi stack export` file (checked as `up`) or
-`pulumi preview --json` output (checked as `preview`); see `policy.offline.statefile`.
+`pulumi preview --json` output (checked as `preview`, and its planned replacements and
+deletions by the plan check `plan-no-data-loss`: `offline.plan`), optionally with the stack's
+export as a second `--state` (the unchanged resources a preview without `--show-sames` leaves
+out); `--project DIR` then only says where the program's sources are (`project:///` source
+positions, for annotations); see `offline.statefile`.
 
-Exit status: 0 no mandatory violation; 1 at least one, always WITH the report that lists it;
-2 no verdict: the program, the config or the analysis failed, or a mandatory rule raised (fail
-closed). The reason goes to stderr, and in `--format json` stdout still carries valid JSON with
-an `error` field.
+Exit status (the table and the JSON shapes: `offline.report`): 0 no mandatory finding; 1 at
+least one, always WITH the report that lists it; 2 no verdict: an engine fault, unreadable
+input, a partial preview document, or a mandatory rule raised (fail closed); 3 the program
+refused its configuration (one line: key path, value, rule). The reason goes to stderr, and in
+`--format json` / `--format sarif` stdout still carries a valid document.
 """
 
 from __future__ import annotations
@@ -36,10 +42,19 @@ from typing import Any
 
 from .analyzer import Violation, analyze_with_errors, load_config_file
 from .answers import Answers, load_answers
-from .errors import OfflineCheckError, ProgramError
-from .report import Report, error_json, to_json, to_sarif, to_text
+from .errors import ConfigRefusedError, OfflineCheckError, PartialDocumentError, ProgramError
+from .plan import PLAN_POLICY, plan_findings, plan_level
+from .refusal import refusal_of
+from .report import (
+    EXIT_NO_VERDICT,
+    EXIT_REFUSED,
+    Report,
+    render_error,
+    render_refused,
+    to_json,
+)
 from .runner import ProgramRun, run_program
-from .statefile import StateFileError, load_state
+from .statefile import StateFileError, load_documents
 
 
 def repo_root(start: Path) -> Path:
@@ -67,21 +82,46 @@ def check_report(
     config: dict[str, Any] | None = None,
     answers: Answers | str | os.PathLike[str] | None = None,
     package_paths: Iterable[str | os.PathLike[str]] = (),
-    state: str | os.PathLike[str] | None = None,
+    state: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
 ) -> Report:
-    """Run the project (or read the `state` file) and analyze it; raises OfflineCheckError
-    (ProgramError, PolicyConfigError, RuleFailureError, ...) when there is no verdict."""
+    """Run the project (or read the `state` file(s): a stack export, a preview JSON, or both;
+    `project` is then the sources' directory) and analyze it; raises OfflineCheckError
+    (ProgramError, PolicyConfigError, RuleFailureError, PartialDocumentError, ...) when there is
+    no verdict and ConfigRefusedError when the program refused its configuration."""
+    config = dict(config or {})
+    level = plan_level(config)
+    config.pop(PLAN_POLICY, None)  # the engine's own check, not a policy of the pack
+    changes, destroy, source = [], False, "program"
+    plan: list[Violation] = []
     # Whatever the program prints goes to stderr: stdout carries the (JSON/SARIF) report.
     with contextlib.redirect_stdout(sys.stderr):
         if state is not None:
-            run = load_state(state)
+            paths = [state] if isinstance(state, (str, os.PathLike)) else list(state)
+            document = load_documents(paths, source_root=project)
+            run, changes, destroy = document.run, document.changes, document.destroy
+            source = "preview" if document.is_preview else "export"
+            plan = plan_findings(document, level)
         else:
             assert project is not None and stack is not None
-            run = run_program(
-                project, stack, preview=preview, answers=answers, package_paths=package_paths
-            )
+            try:
+                run = run_program(
+                    project, stack, preview=preview, answers=answers, package_paths=package_paths
+                )
+            except ProgramError as exc:
+                refused = refusal_of(exc, project, stack)
+                if refused is None:
+                    raise
+                root = repo_root(Path(project).resolve())
+                refused.file = _relative(refused.file, root)
+                refused.program_file = _relative(refused.program_file, root)
+                raise refused from None
         violations, rule_errors = analyze_with_errors(run, config)
     root = repo_root(run.project.directory)
+    fallback = _project_file(run.project.directory)
+    for v in plan:
+        if v.file is None and fallback is not None:
+            v.file = str(fallback)  # nothing better than the project: annotate Pulumi.yaml
+    violations += plan
     for v in violations:
         v.file = _relative(v.file, root)
         v.component_file = _relative(v.component_file, root)
@@ -91,7 +131,13 @@ def check_report(
     # The SDK registers independent resources concurrently, so the engine's order varies from
     # run to run; reports in source order are stable (diffable in CI) and read top-down.
     violations.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
-    return Report(run, violations, rule_errors)
+    return Report(run, violations, rule_errors, changes, destroy, source)
+
+
+def _project_file(directory: Path) -> Path | None:
+    return next(
+        (directory / n for n in ("Pulumi.yaml", "Pulumi.yml") if (directory / n).exists()), None
+    )
 
 
 def check(
@@ -130,6 +176,7 @@ def _stage(exc: BaseException) -> str:
         (ProgramError, "program"),
         (PolicyConfigError, "policy-config"),
         (AnswersError, "answers"),
+        (PartialDocumentError, "partial-document"),
         (StateFileError, "state-file"),
         (RuleFailureError, "rule-failure"),
         (AnalysisError, "analysis"),
@@ -139,15 +186,33 @@ def _stage(exc: BaseException) -> str:
     return "internal"
 
 
-def _fail(message: str, stage: str, fmt: str, output: str | None) -> int:
-    print(f"policy check failed ({stage}): {message}", file=sys.stderr)
-    if fmt == "json":
-        text = json.dumps(error_json(message, stage), indent=2)
+def _emit(text: str | None, output: str | None) -> None:
+    if text is None:
+        return
+    try:
         if output:
             Path(output).write_text(text + "\n")
         else:
             print(text)
-    return 2
+    except OSError as exc:
+        print(f"policy check: cannot write the report: {exc}", file=sys.stderr)
+
+
+def _fail(
+    message: str, stage: str, fmt: str, output: str | None, missing: Sequence[str] = ()
+) -> int:
+    """No verdict (exit 2): the reason on stderr, a JSON / SARIF document on stdout."""
+    print(f"policy check failed ({stage}): {message}", file=sys.stderr)
+    _emit(render_error(message, stage, fmt, missing), output)
+    return EXIT_NO_VERDICT
+
+
+def _refused(refused: ConfigRefusedError, fmt: str, output: str | None) -> int:
+    """The program refused its configuration (exit 3): one line, no traceback."""
+    print(refused.summary, file=sys.stderr)
+    if fmt != "text" or output:
+        _emit(render_refused(refused, fmt), output)
+    return EXIT_REFUSED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,11 +220,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m idempotent_messaging.offline",
         description="Run a Pulumi Python project under mocks and check it with the policy pack.",
     )
-    parser.add_argument("--project", help="project directory (holds Pulumi.yaml)")
+    parser.add_argument(
+        "--project",
+        help="project directory (holds Pulumi.yaml); with --state: where the program's sources "
+        "are (for source positions)",
+    )
     parser.add_argument("--stack", help="stack name (reads Pulumi.<stack>.yaml)")
     parser.add_argument(
         "--state",
-        help="check this `pulumi stack export` file or `pulumi preview --json` output instead",
+        action="append",
+        help="check this `pulumi stack export` file or `pulumi preview --json` output instead "
+        "(give both, as two --state, for a preview without --show-sames)",
     )
     parser.add_argument("--preview", action="store_true", help="computed outputs are unknown")
     parser.add_argument("--config", help="policy config JSON, as for --policy-pack-config")
@@ -175,10 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.state is None and (args.project is None or args.stack is None):
         parser.error("give --project and --stack (a Python program), or --state FILE")
-    if args.state is not None and (args.project or args.stack or args.preview):
-        parser.error(
-            "--state reads the mode and stack from the file: drop --project/--stack/--preview"
-        )
+    if args.state is not None and (args.stack or args.preview):
+        parser.error("--state reads the mode and stack from the file: drop --stack/--preview")
     try:
         config = load_config_file(args.config) if args.config else None
         answers = load_answers(args.answers) if args.answers else None
@@ -191,12 +260,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             package_paths=args.package_path,
             state=args.state,
         )
-        if args.format == "json":
-            text = json.dumps(to_json(report.run, report.violations, report.rule_errors), indent=2)
-        elif args.format == "sarif":
-            text = json.dumps(to_sarif(report.run, report.violations, report.rule_errors), indent=2)
+        if args.format == "json":  # via this module's name: a test breaks it here
+            text = json.dumps(
+                to_json(
+                    report.run,
+                    report.violations,
+                    report.rule_errors,
+                    changes=report.changes,
+                    destroy=report.destroy,
+                ),
+                indent=2,
+            )
         else:
-            text = to_text(report.run, report.violations, report.rule_errors)
+            text = report.render(args.format)
+    except ConfigRefusedError as exc:
+        return _refused(exc, args.format, args.output)
+    except PartialDocumentError as exc:
+        return _fail(str(exc), _stage(exc), args.format, args.output, exc.missing)
     except OfflineCheckError as exc:
         return _fail(str(exc), _stage(exc), args.format, args.output)
     except Exception as exc:  # a crash of the checker itself is never a verdict
@@ -214,8 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(text)
     except OSError as exc:  # a verdict nobody can read is no verdict
         print(f"policy check failed (output): cannot write the report: {exc}", file=sys.stderr)
-        return 2
-    return 1 if any(v.enforcement in ("mandatory", "remediate") for v in report.violations) else 0
+        return EXIT_NO_VERDICT
+    return report.exit_code
 
 
 def run() -> None:

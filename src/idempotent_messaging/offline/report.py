@@ -1,21 +1,75 @@
-"""The offline check's reports: text for people, JSON for scripts, SARIF for code scanning.
+"""The offline check's reports and exit codes: the ONE module every report path goes through.
 
-Every report states what the check could NOT see: remote (multi-language) components whose
-children were not expanded offline (so not checked), and advisory rules that raised. An error
-that prevented any verdict is reported by ``error_json`` (JSON with an ``error`` field) or on
-stderr, never as a report of violations.
+Exit codes (``EXIT_CODES``; ``idempotent-messaging-check`` returns exactly these):
+
+    0  EXIT_CLEAN     clean: no mandatory finding (advisories may be listed)
+    1  EXIT_FINDINGS  at least one mandatory finding (a rule, or the plan check
+                      `plan-no-data-loss`), always WITH the report that lists it
+    2  EXIT_NO_VERDICT  cannot judge: an engine fault (the offline engine, a mock, the
+                      analyzer, a mandatory rule that raised), unreadable input (project, policy
+                      config, answers, state file), or a partial `pulumi preview --json`
+                      document (no `--show-sames`); never a verdict, whatever the stack holds
+    3  EXIT_REFUSED   the program refused its configuration as `pulumi preview` would: a
+                      component's ArgumentError, a `pulumi.RunError` of the program, a missing
+                      `config.require` value; one line names the key path, value and rule
+
+Formats, for every exit code (text for people, JSON for scripts, SARIF for code scanning):
+
+- 0/1: ``to_text`` / ``to_json`` / ``to_sarif``. JSON: ``{"verdict": "clean"|"findings",
+  "exit_code", "mode", "resources", "violations": [{"policy", "enforcement", "urn", "type",
+  "name", "message", "file", "line", "component_file", "component_line"}],
+  "unexpanded_components", "rule_errors"}`` plus, for a preview document, ``"plan":
+  {"destroy", "changes": [{"urn", "type", "name", "op", "ops"}]}`` (every step but `same`).
+- 2: the reason on stderr; JSON ``{"verdict": "no-verdict", "exit_code": 2, "error":
+  {"stage", "message"[, "missing"]}, "violations": null}`` (``missing``: the URNs a partial
+  document lacks); SARIF: no result, ``invocations[0].executionSuccessful`` false and the
+  reason as an error notification.
+- 3: the one line on stderr (no traceback); JSON ``{"verdict": "refused", "exit_code": 3,
+  "refused": {"path", "value", "rule", "file", "line", "stack", "program_file",
+  "program_line"}, "violations": null}`` (``file``/``line``: the key's line in
+  ``Pulumi.<stack>.yaml``); SARIF: one error result `stack-config-refused` located there.
+
+Every verdict report states what the check could NOT see: remote (multi-language) components
+whose children were not expanded offline (so not checked), and advisory rules that raised.
+A secret config value never appears (``[secret]``).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..rules.pack import PACK_NAME, POLICIES
 from .analyzer import RuleError, Violation, pack_version
+from .errors import ConfigRefusedError
+from .plan import PLAN_DESCRIPTION, PLAN_POLICY, PLAN_REMEDIATION
 from .project import STACK_TYPE
 from .recorder import RecordedResource
 from .runner import ProgramRun
+from .statefile import PlannedChange
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_NO_VERDICT = 2
+EXIT_REFUSED = 3
+EXIT_CODES: dict[int, tuple[str, str]] = {
+    EXIT_CLEAN: ("clean", "no mandatory finding"),
+    EXIT_FINDINGS: ("findings", "at least one mandatory finding, listed in the report"),
+    EXIT_NO_VERDICT: (
+        "no-verdict",
+        "cannot judge: engine fault, unreadable input or a partial preview document",
+    ),
+    EXIT_REFUSED: ("refused", "the program refused its configuration, as `pulumi preview` would"),
+}
+"""Exit code -> (verdict word in JSON, meaning)."""
+BLOCKING_LEVELS = ("mandatory", "remediate")
+REFUSED_RULE = "stack-config-refused"
+REFUSED_DESCRIPTION = (
+    "The program refuses the stack's configuration (as `pulumi preview` would): the key path, "
+    "the value and the rule it breaks."
+)
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"mandatory": "error", "remediate": "error", "advisory": "warning"}
@@ -25,15 +79,55 @@ UNEXPANDED_NOTE = (
 )
 
 
+def exit_code(violations: Sequence[Violation]) -> int:
+    """EXIT_FINDINGS when any finding is mandatory (or remediate), else EXIT_CLEAN."""
+    return (
+        EXIT_FINDINGS if any(v.enforcement in BLOCKING_LEVELS for v in violations) else (EXIT_CLEAN)
+    )
+
+
 @dataclass
 class Report:
     run: ProgramRun
     violations: list[Violation]
     rule_errors: list[RuleError] = field(default_factory=list)
+    # The planned changes of a preview document (`--state`); empty for a program run.
+    changes: list[PlannedChange] = field(default_factory=list)
+    destroy: bool = False
+    # What was checked: a program run, a preview document (`--state`), or a stack export.
+    source: str = "program"
 
     @property
     def unexpanded(self) -> list[RecordedResource]:
         return unexpanded_components(self.run)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.violations)
+
+    def render(self, fmt: str) -> str:
+        """The report in `fmt` (text, json or sarif)."""
+        if fmt == "json":
+            return json.dumps(
+                to_json(
+                    self.run,
+                    self.violations,
+                    self.rule_errors,
+                    changes=self.changes,
+                    destroy=self.destroy,
+                ),
+                indent=2,
+            )
+        if fmt == "sarif":
+            # A code-scanning category per kind of check: an upload of the plan check never
+            # replaces the program check's of the same stack (runs[].automationDetails.id).
+            kind = {"preview": "plan", "export": "state"}.get(self.source)
+            return json.dumps(
+                to_sarif(self.run, self.violations, self.rule_errors, category=kind), indent=2
+            )
+        return to_text(
+            self.run, self.violations, self.rule_errors, changes=self.changes, destroy=self.destroy
+        )
 
 
 def unexpanded_components(run: ProgramRun) -> list[RecordedResource]:
@@ -56,31 +150,105 @@ def _unexpanded_dicts(run: ProgramRun) -> list[dict[str, Any]]:
     ]
 
 
-def error_json(message: str, stage: str) -> dict[str, Any]:
-    """The JSON an error prints in `--format json`: no verdict, the reason."""
-    return {"error": {"stage": stage, "message": message}, "violations": None}
+def _plan_json(changes: Sequence[PlannedChange], destroy: bool) -> dict[str, Any]:
+    return {
+        "destroy": destroy,
+        "changes": [
+            {
+                "urn": c.urn,
+                "type": c.resource.type,
+                "name": c.resource.name,
+                "op": c.op,
+                "ops": c.ops,
+            }
+            for c in changes
+            if c.op != "same"
+        ],
+    }
+
+
+def error_json(message: str, stage: str, missing: Sequence[str] | None = None) -> dict[str, Any]:
+    """The JSON an error prints in `--format json` (exit 2): no verdict, the reason."""
+    error: dict[str, Any] = {"stage": stage, "message": message}
+    if missing:
+        error["missing"] = list(missing)
+    return {
+        "verdict": EXIT_CODES[EXIT_NO_VERDICT][0],
+        "exit_code": EXIT_NO_VERDICT,
+        "error": error,
+        "violations": None,
+    }
+
+
+def refused_json(refused: ConfigRefusedError) -> dict[str, Any]:
+    """The JSON of a refused configuration (exit 3)."""
+    return {
+        "verdict": EXIT_CODES[EXIT_REFUSED][0],
+        "exit_code": EXIT_REFUSED,
+        "refused": {
+            "path": refused.path,
+            "value": refused.value,
+            "rule": refused.rule,
+            "file": refused.file,
+            "line": refused.line,
+            "stack": refused.stack,
+            "program_file": refused.program_file,
+            "program_line": refused.program_line,
+        },
+        "message": refused.summary,
+        "violations": None,
+    }
 
 
 def to_json(
-    run: ProgramRun, violations: list[Violation], rule_errors: list[RuleError] | None = None
+    run: ProgramRun,
+    violations: list[Violation],
+    rule_errors: list[RuleError] | None = None,
+    *,
+    changes: Sequence[PlannedChange] | None = None,
+    destroy: bool = False,
 ) -> dict[str, Any]:
-    return {
+    code = exit_code(violations)
+    out: dict[str, Any] = {
+        "verdict": EXIT_CODES[code][0],
+        "exit_code": code,
         "mode": "preview" if run.preview else "up",
         "resources": sum(1 for r in run.resources if r.type != STACK_TYPE),
         "violations": [v.to_dict() for v in violations],
         "unexpanded_components": _unexpanded_dicts(run),
         "rule_errors": [e.to_dict() for e in rule_errors or []],
     }
+    if changes:
+        out["plan"] = _plan_json(changes, destroy)
+    return out
+
+
+def _plan_line(changes: Sequence[PlannedChange], destroy: bool) -> str | None:
+    counts: dict[str, int] = {}
+    for c in changes:
+        counts[c.op] = counts.get(c.op, 0) + 1
+    if not counts:
+        return None
+    listed = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()))
+    return f"plan{' (destroy)' if destroy else ''}: {listed}"
 
 
 def to_text(
-    run: ProgramRun, violations: list[Violation], rule_errors: list[RuleError] | None = None
+    run: ProgramRun,
+    violations: list[Violation],
+    rule_errors: list[RuleError] | None = None,
+    *,
+    changes: Sequence[PlannedChange] | None = None,
+    destroy: bool = False,
 ) -> str:
     mode = "preview" if run.preview else "up"
     lines = [
         f"policy pack {PACK_NAME}: project {run.project.name}, stack {run.stack}, mode {mode}, "
         f"{sum(1 for r in run.resources if r.type != STACK_TYPE)} resources"
     ]
+    plan = _plan_line(changes or [], destroy)
+    if plan:
+        lines.append(plan)
     order = {"mandatory": 0, "remediate": 0, "advisory": 1}
     for v in sorted(
         violations, key=lambda v: (order.get(v.enforcement, 2), v.file or "", v.line or 0)
@@ -95,7 +263,7 @@ def to_text(
         lines.append(f"{where}: [not checked] {r.type} '{r.name}': {UNEXPANDED_NOTE}")
     for e in rule_errors or []:
         lines.append(f"[rule error] {e.policy} ({e.enforcement}) on {e.urn}: {e.error}")
-    mandatory = sum(1 for v in violations if v.enforcement in ("mandatory", "remediate"))
+    mandatory = sum(1 for v in violations if v.enforcement in BLOCKING_LEVELS)
     unchecked = len(unexpanded_components(run))
     lines.append(
         f"{mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
@@ -115,23 +283,80 @@ def _location(file: str | None, line: int | None, message: str | None = None) ->
     return loc
 
 
-def to_sarif(
-    run: ProgramRun, violations: list[Violation], rule_errors: list[RuleError] | None = None
-) -> dict[str, Any]:
-    rules = [
-        {
-            "id": p.name,
-            "name": p.name,
-            "shortDescription": {"text": p.description},
-            "help": {"text": p.remediation_steps or p.description},
-            "defaultConfiguration": {
-                "level": _SARIF_LEVEL.get(
-                    p.enforcement_level.value if p.enforcement_level else "advisory", "warning"
-                )
-            },
+def _sarif_rules() -> list[dict[str, Any]]:
+    """Every rule of the pack plus the engine's own: the plan check and a refused config."""
+
+    def rule(name: str, description: str, remediation: str, level: str) -> dict[str, Any]:
+        return {
+            "id": name,
+            "name": name,
+            "shortDescription": {"text": description},
+            "help": {"text": remediation or description},
+            "defaultConfiguration": {"level": _SARIF_LEVEL.get(level, "warning")},
         }
+
+    return [
+        rule(
+            p.name,
+            p.description,
+            p.remediation_steps or "",
+            p.enforcement_level.value if p.enforcement_level else "advisory",
+        )
         for p in POLICIES
+    ] + [
+        rule(PLAN_POLICY, PLAN_DESCRIPTION, PLAN_REMEDIATION, "mandatory"),
+        rule(
+            REFUSED_RULE,
+            REFUSED_DESCRIPTION,
+            "Fix the value in Pulumi.<stack>.yaml (`pulumi config set --path KEY VALUE`).",
+            "mandatory",
+        ),
     ]
+
+
+def _sarif(
+    automation_id: str,
+    results: list[dict[str, Any]],
+    notifications: list[dict[str, Any]],
+    *,
+    successful: bool = True,
+) -> dict[str, Any]:
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": PACK_NAME,
+                        "version": pack_version(),
+                        "informationUri": "https://www.pulumi.com/docs/using-pulumi/crossguard/",
+                        "rules": _sarif_rules(),
+                    }
+                },
+                "automationDetails": {"id": automation_id},
+                "results": results,
+                # What the run could not check is a tool notification, not a finding.
+                "invocations": [
+                    {
+                        "executionSuccessful": successful,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def to_sarif(
+    run: ProgramRun,
+    violations: list[Violation],
+    rule_errors: list[RuleError] | None = None,
+    *,
+    category: str | None = None,
+) -> dict[str, Any]:
+    """`category` (default: the mode, `up` or `preview`) ends the automation id
+    `policy/<stack>/<category>/`: `plan` for a preview document, `state` for an export."""
     results = []
     for v in violations:
         result: dict[str, Any] = {
@@ -150,52 +375,73 @@ def to_sarif(
                 }
             ]
         results.append(result)
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": PACK_NAME,
-                        "version": pack_version(),
-                        "informationUri": "https://www.pulumi.com/docs/using-pulumi/crossguard/",
-                        "rules": rules,
-                    }
-                },
-                "automationDetails": {
-                    "id": f"policy/{run.stack}/{'preview' if run.preview else 'up'}/"
-                },
-                "results": results,
-                # What the run could not check is a tool notification, not a finding.
-                "invocations": [
-                    {
-                        "executionSuccessful": True,
-                        "toolExecutionNotifications": [
-                            {
-                                "level": "warning",
-                                "descriptor": {"id": "unexpanded-remote-component"},
-                                "message": {"text": f"{r.type} '{r.name}': {UNEXPANDED_NOTE}"},
-                                "locations": [_location(r.source_file, r.source_line)]
-                                if r.source_file
-                                else [],
-                                "properties": {"urn": r.urn},
-                            }
-                            for r in unexpanded_components(run)
-                        ]
-                        + [
-                            {
-                                "level": "warning",
-                                "descriptor": {"id": "rule-error"},
-                                "message": {
-                                    "text": f"rule {e.policy} raised on {e.urn}: {e.error}"
-                                },
-                                "properties": {"urn": e.urn, "rule": e.policy},
-                            }
-                            for e in rule_errors or []
-                        ],
-                    }
-                ],
-            }
-        ],
+    notifications = [
+        {
+            "level": "warning",
+            "descriptor": {"id": "unexpanded-remote-component"},
+            "message": {"text": f"{r.type} '{r.name}': {UNEXPANDED_NOTE}"},
+            "locations": [_location(r.source_file, r.source_line)] if r.source_file else [],
+            "properties": {"urn": r.urn},
+        }
+        for r in unexpanded_components(run)
+    ] + [
+        {
+            "level": "warning",
+            "descriptor": {"id": "rule-error"},
+            "message": {"text": f"rule {e.policy} raised on {e.urn}: {e.error}"},
+            "properties": {"urn": e.urn, "rule": e.policy},
+        }
+        for e in rule_errors or []
+    ]
+    category = category or ("preview" if run.preview else "up")
+    return _sarif(f"policy/{run.stack}/{category}/", results, notifications)
+
+
+def refused_sarif(refused: ConfigRefusedError) -> dict[str, Any]:
+    """One error result at the refused key's line of the stack file (exit 3)."""
+    result: dict[str, Any] = {
+        "ruleId": REFUSED_RULE,
+        "level": "error",
+        "message": {"text": refused.summary},
+        "locations": [_location(refused.file, refused.line)] if refused.file else [],
+        "partialFingerprints": {"configPath": refused.path or refused.rule},
+        "properties": {"path": refused.path, "value": refused.value, "stack": refused.stack},
     }
+    if refused.program_file and (refused.program_file, refused.program_line) != (
+        refused.file,
+        refused.line,
+    ):
+        result["relatedLocations"] = [
+            {"id": 1, **_location(refused.program_file, refused.program_line, "raised here")}
+        ]
+    return _sarif(f"policy/{refused.stack or 'stack'}/config/", [result], [])
+
+
+def error_sarif(message: str, stage: str) -> dict[str, Any]:
+    """No verdict (exit 2): no result, the run marked unsuccessful with the reason."""
+    notification = {
+        "level": "error",
+        "descriptor": {"id": stage},
+        "message": {"text": message},
+    }
+    return _sarif("policy/no-verdict/", [], [notification], successful=False)
+
+
+def render_refused(refused: ConfigRefusedError, fmt: str) -> str:
+    """Exit 3 in `fmt`: the one line (text), or the JSON / SARIF documents above."""
+    if fmt == "json":
+        return json.dumps(refused_json(refused), indent=2)
+    if fmt == "sarif":
+        return json.dumps(refused_sarif(refused), indent=2)
+    return refused.summary
+
+
+def render_error(
+    message: str, stage: str, fmt: str, missing: Sequence[str] | None = None
+) -> str | None:
+    """Exit 2 in `fmt`: JSON / SARIF documents, None for text (the reason is on stderr)."""
+    if fmt == "json":
+        return json.dumps(error_json(message, stage, missing), indent=2)
+    if fmt == "sarif":
+        return json.dumps(error_sarif(message, stage), indent=2)
+    return None

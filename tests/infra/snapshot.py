@@ -28,7 +28,8 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,12 +106,37 @@ class _OptionsMonitor(RecordingMonitor):
             self.options[response.urn]["read"] = True
 
 
-def record(stack: str, mode: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
-    """The normalised recording of one stack in one mode (``up`` or ``preview``)."""
+@contextmanager
+def recording_options() -> Iterator[Callable[[], dict[str, dict[str, Any]]]]:
+    """While active, every run of the offline engine (``run_program``, ``run_function``: the
+    infra harness too) also keeps each registration's resource options. Yields a function
+    returning the last run's: URN -> options by their wire names (``protect``,
+    ``retainOnDelete``, ...; an option left unset is absent)."""
+
+    def last() -> dict[str, dict[str, Any]]:
+        assert _OptionsMonitor.last is not None, "no program ran"
+        return _OptionsMonitor.last.options
+
+    _OptionsMonitor.last = None
+    with mock.patch.object(offline_runner, "RecordingMonitor", _OptionsMonitor):
+        yield last
+
+
+def record(
+    stack: str,
+    mode: str,
+    project_dir: Path = PROJECT_DIR,
+    *,
+    config_overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The normalised recording of one stack in one mode (``up`` or ``preview``);
+    ``config_overrides`` replace stack-file keys, as ``run_program`` takes them."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: must be one of {MODES}")
-    with mock.patch.object(offline_runner, "RecordingMonitor", _OptionsMonitor):
-        run = run_program(project_dir, stack, preview=mode == "preview")
+    with recording_options():
+        run = run_program(
+            project_dir, stack, preview=mode == "preview", config_overrides=config_overrides
+        )
     monitor = _OptionsMonitor.last
     assert monitor is not None
     prefix = f"urn:pulumi:{stack}::{run.project.name}::"

@@ -154,7 +154,8 @@ def test_declared_business_table_is_created_and_granted(run_consumer: ConsumerRu
     assert table.inputs["pointInTimeRecovery"] == {"enabled": True}
     assert table.inputs["billingMode"] == "PAY_PER_REQUEST"
     assert "ttl" not in table.inputs  # business rows never expire
-    assert "idempotent-messaging:role" not in table.inputs["tags"]
+    # a data role (for plan checks), never the idempotency-state role the policy pack reads
+    assert table.inputs["tags"]["idempotent-messaging:role"] == "business-rows"
     grant = statements(run)["WriteBusinessRows"]
     assert grant["Resource"] == [table.outputs["arn"]]
     variables = run.one("aws:lambda/function:Function").inputs["environment"]["variables"]

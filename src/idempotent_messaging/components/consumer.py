@@ -2,7 +2,8 @@
 
 One instance creates the queues, the state table, the optional business table and
 notification topic, the function with a least-privilege role, the event source mapping and
-the alarms. Everything that decides which resources exist is validated first.
+the alarms. Everything that decides which resources exist is validated first. The children
+that hold data (both queues and the tables) follow ``protect_data`` (protection.py).
 """
 
 from pathlib import Path
@@ -21,6 +22,7 @@ from .errors import ArgumentError, fail
 from .function import FunctionSpec, create_function
 from .opening import open_component
 from .powertools import deployment_layer_arn, region_and_partition_of
+from .protection import ROLE_BUSINESS_ROWS
 from .queues import QueuePairSpec, create_queue_pair
 from .tables import KeySchema, create_state_table, create_table
 
@@ -156,6 +158,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 message_retention_seconds=args.message_retention_seconds,
                 dlq_message_retention_seconds=args.dlq_message_retention_seconds,
                 max_receive_count=args.max_receive_count,
+                protect_data=args.protect_data,
                 kms_master_key_id=kms,
                 tags=tags,
             ),
@@ -169,6 +172,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             table_name=f"{physical}-idempotency-state",
             layout=args.state_key_layout,
             ttl_attribute=args.state_ttl_attribute,
+            protect_data=args.protect_data,
             kms_key_arn=kms,
             tags=tags,
             parent=self,
@@ -186,6 +190,8 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                     range_key=spec.range_key,
                     range_key_type=spec.range_key_type,
                 ),
+                role=ROLE_BUSINESS_ROWS,
+                protect_data=args.protect_data,
                 kms_key_arn=kms,
                 tags=tags,
                 parent=self,

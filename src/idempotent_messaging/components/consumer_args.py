@@ -161,6 +161,17 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     oldest message, DLQ depth, the runtime's record outcomes and the function's errors,
     throttles and duration: what an operator opens when an alarm fires. False opts out."""
 
+    # --- Data safety --------------------------------------------------------------------------
+    protect_data: bool = True
+    """Default True: a ``pulumi up`` or ``destroy`` must never silently delete queued messages or
+    idempotency claims (a lost claim lets a redelivered message take its effect twice). The
+    source queue, the DLQ, the state table and a created business table get Pulumi
+    ``protect`` and ``retain_on_delete``, and the tables DynamoDB deletion protection, so a
+    change that would replace one (``fifo``, ``physical_name``, the key layout) fails instead.
+    False (a stage of disposable data, e.g. ``protectData: false`` in Pulumi.dev.yaml) adds
+    none of them; to tear a protected stage down, turn it off and ``pulumi up`` first
+    (docs/deploy-safety.md)."""
+
     # --- Naming -------------------------------------------------------------------------------
     physical_name: str | None = None
     """Default None = ``<component name>-<stack>``: the prefix of every physical name (queues,

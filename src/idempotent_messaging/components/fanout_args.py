@@ -132,6 +132,13 @@ class MonthlyFanoutArgs(FunctionArgs):
     (charges enqueued, rejected, segments handed off, charges processed), the work and control
     queues, both DLQs and the dispatcher's errors and duration; the charge consumer gets its own.
     False opts out of both."""
+    protect_data: bool = True
+    """Default True: a ``pulumi up`` or ``destroy`` must never silently delete a month's work or
+    its memory. The work queue, its DLQ, the charge claims and the ledger (the consumer child's),
+    the runs table, a created billing-accounts table, the control queue and its DLQ and the
+    schedule DLQ get Pulumi ``protect`` and ``retain_on_delete``, and the tables DynamoDB
+    deletion protection. False (a stage of disposable data, e.g. ``protectData: false`` in
+    Pulumi.dev.yaml) adds none of them (docs/deploy-safety.md)."""
     physical_name: str | None = None
     """Default None = ``<name>-<stack>`` (at most 32 characters: the consumer child appends
     ``-charges`` and its own names stay within AWS limits)."""

@@ -9,6 +9,10 @@ Scale: the dispatcher works on N parallel scan segments and checkpoints every pa
 record; when its time runs low it hands each unfinished segment to a FIFO control queue that
 invokes the dispatcher again (docs/monthly.md). That loop is deliberate, so the function's
 recursive-loop detection is set to Allow and the dispatcher bounds it itself (max_hops).
+
+Every child that holds data (the consumer child's queues and tables, the runs and
+billing-accounts tables, the control queues, the schedule DLQ) follows ``protect_data``
+(protection.py).
 """
 
 import json
@@ -30,6 +34,15 @@ from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
 from .opening import open_component
 from .powertools import deployment_layer_arn
+from .protection import (
+    ROLE_BILLING_ACCOUNTS,
+    ROLE_CONTROL_DEAD_LETTER_QUEUE,
+    ROLE_CONTROL_QUEUE,
+    ROLE_RUN_RECORDS,
+    ROLE_SCHEDULE_DEAD_LETTER_QUEUE,
+    data_options,
+    data_tags,
+)
 from .queues import QueuePairSpec, create_queue_pair, tls_only_policy
 from .tables import KeySchema, create_table
 
@@ -157,6 +170,7 @@ class MonthlyFanout(pulumi.ComponentResource):
                 service_name=f"{name}{CHILD_SUFFIX}",
                 create_dashboard=args.create_dashboard,
                 physical_name=f"{physical}{CHILD_SUFFIX}",
+                protect_data=args.protect_data,
                 tags=dict(args.tags),
             ),
             opts=child,
@@ -177,6 +191,8 @@ class MonthlyFanout(pulumi.ComponentResource):
                     schema=KeySchema(
                         hash_key=denv.BILLING_HASH_KEY, range_key=denv.BILLING_RANGE_KEY
                     ),
+                    role=ROLE_BILLING_ACCOUNTS,
+                    protect_data=args.protect_data,
                     kms_key_arn=kms,
                     tags=tags,
                     parent=self,
@@ -190,6 +206,8 @@ class MonthlyFanout(pulumi.ComponentResource):
                 f"{name}-runs",
                 table_name=f"{physical}-runs",
                 schema=KeySchema(hash_key=denv.RUNS_HASH_KEY),
+                role=ROLE_RUN_RECORDS,
+                protect_data=args.protect_data,
                 kms_key_arn=kms,
                 tags=tags,
                 parent=self,
@@ -209,6 +227,9 @@ class MonthlyFanout(pulumi.ComponentResource):
                 message_retention_seconds=CONTROL_RETENTION_SECONDS,
                 dlq_message_retention_seconds=limits.SQS_MAX_RETENTION_S,
                 max_receive_count=args.max_receive_count,
+                protect_data=args.protect_data,
+                queue_role=ROLE_CONTROL_QUEUE,
+                dlq_role=ROLE_CONTROL_DEAD_LETTER_QUEUE,
                 kms_master_key_id=kms,
                 tags=tags,
             ),
@@ -221,8 +242,8 @@ class MonthlyFanout(pulumi.ComponentResource):
             sqs_managed_sse_enabled=True if kms is None else None,
             kms_master_key_id=kms,
             kms_data_key_reuse_period_seconds=300 if kms is not None else None,
-            tags=tags,
-            opts=child,
+            tags=data_tags(tags, ROLE_SCHEDULE_DEAD_LETTER_QUEUE, protect_data=args.protect_data),
+            opts=data_options(self, args.protect_data),
         )
         tls_only_policy(f"{name}-schedule-dlq-tls-only", schedule_dlq, parent=self)
 

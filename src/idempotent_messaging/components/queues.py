@@ -2,7 +2,8 @@
 
 Same type for both (FIFO -> FIFO DLQ), inline redrive policy on the source, redrive-allow on
 the DLQ naming only the source, SSE (SQS-managed unless a KMS key is given) and a policy on
-each queue denying requests without TLS.
+each queue denying requests without TLS. Both queues hold messages: each carries its data role
+tag, and with ``protect_data`` Pulumi protection and retain-on-delete (protection.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from . import iam
+from .protection import ROLE_DEAD_LETTER_QUEUE, ROLE_SOURCE_QUEUE, data_options, data_tags
 
 FIFO_SUFFIX = ".fifo"
 
@@ -29,6 +31,12 @@ class QueuePairSpec:
     message_retention_seconds: int
     dlq_message_retention_seconds: int
     max_receive_count: int
+    protect_data: bool
+    """Protect and retain both queues (protection.data_options): they hold messages."""
+    queue_role: str = ROLE_SOURCE_QUEUE
+    """Data role tag of the source queue (protection.DATA_ROLES)."""
+    dlq_role: str = ROLE_DEAD_LETTER_QUEUE
+    """Data role tag of the dead-letter queue."""
     high_throughput: bool = False
     """FIFO only: per-message-group deduplication and throughput limit, on both queues (a
     burst of quarantines from a high-throughput source must not throttle on its DLQ)."""
@@ -69,6 +77,7 @@ def create_queue_pair(
 ) -> QueuePair:
     opts = pulumi.ResourceOptions(parent=parent)
     tags = dict(spec.tags or {})
+    data_opts = data_options(parent, spec.protect_data)
     kms = spec.kms_master_key_id
     # High-throughput FIFO = both settings together (AWS's definition of the mode).
     high_throughput = spec.fifo and spec.high_throughput
@@ -80,8 +89,8 @@ def create_queue_pair(
         message_retention_seconds=spec.dlq_message_retention_seconds,
         # Quarantined and redriven messages are handled by people and tools, not Lambda.
         visibility_timeout_seconds=spec.visibility_timeout_seconds,
-        tags=tags,
-        opts=opts,
+        tags=data_tags(tags, spec.dlq_role, protect_data=spec.protect_data),
+        opts=data_opts,
         fifo_queue=True if spec.fifo else None,
         deduplication_scope=dedup_scope,
         fifo_throughput_limit=throughput_limit,
@@ -99,8 +108,8 @@ def create_queue_pair(
         redrive_policy=dlq.arn.apply(lambda arn: redrive_policy(arn, spec.max_receive_count)),
         # Long polling: fewer empty receives for tools that poll the queue directly.
         receive_wait_time_seconds=20,
-        tags=tags,
-        opts=opts,
+        tags=data_tags(tags, spec.queue_role, protect_data=spec.protect_data),
+        opts=data_opts,
         fifo_queue=True if spec.fifo else None,
         deduplication_scope=dedup_scope,
         fifo_throughput_limit=throughput_limit,

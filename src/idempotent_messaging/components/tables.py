@@ -1,7 +1,8 @@
 """DynamoDB tables: the idempotency state table and declared business tables.
 
 Both: on-demand billing (consumers burst with the queue), point-in-time recovery, SSE with
-an AWS-managed key unless a KMS key ARN is given.
+an AWS-managed key unless a KMS key ARN is given, a data role tag, and with ``protect_data``
+deletion protection, Pulumi protection and retain-on-delete (protection.py).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging import limits
 from idempotent_messaging.runtime import env
+
+from .protection import ROLE_IDEMPOTENCY_STATE, data_options, data_tags
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,15 @@ def create_table(
     *,
     table_name: str,
     schema: KeySchema,
+    role: str,
+    protect_data: bool,
     ttl_attribute: str | None = None,
     kms_key_arn: pulumi.Input[str] | None = None,
     tags: Mapping[str, str] | None = None,
     parent: pulumi.Resource,
 ) -> aws.dynamodb.Table:
+    """One table, tagged with its data ``role``; ``protect_data`` turns on all three guards
+    (and off: deletion protection is then set false, so a stage can really be torn down)."""
     attributes = [aws.dynamodb.TableAttributeArgs(name=schema.hash_key, type=schema.hash_key_type)]
     if schema.range_key is not None:
         attributes.append(
@@ -67,8 +73,9 @@ def create_table(
         server_side_encryption=aws.dynamodb.TableServerSideEncryptionArgs(
             enabled=True, kms_key_arn=kms_key_arn
         ),
-        tags=dict(tags or {}),
-        opts=pulumi.ResourceOptions(parent=parent),
+        deletion_protection_enabled=protect_data,
+        tags=data_tags(tags, role, protect_data=protect_data),
+        opts=data_options(parent, protect_data),
     )
 
 
@@ -78,6 +85,7 @@ def create_state_table(
     table_name: str,
     layout: str,
     ttl_attribute: str,
+    protect_data: bool,
     kms_key_arn: pulumi.Input[str] | None = None,
     tags: Mapping[str, str] | None = None,
     parent: pulumi.Resource,
@@ -87,11 +95,10 @@ def create_state_table(
         resource_name,
         table_name=table_name,
         schema=state_key_schema(layout),
+        role=ROLE_IDEMPOTENCY_STATE,
+        protect_data=protect_data,
         ttl_attribute=ttl_attribute,
         kms_key_arn=kms_key_arn,
-        tags={
-            **dict(tags or {}),
-            limits.IDEMPOTENCY_TABLE_TAG_KEY: limits.IDEMPOTENCY_TABLE_TAG_VALUE,
-        },
+        tags=tags,
         parent=parent,
     )

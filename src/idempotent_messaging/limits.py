@@ -43,6 +43,10 @@ IDEMPOTENCY_TABLE_ENV_VARS = (
 )
 IDEMPOTENCY_TABLE_TAG_KEY = "idempotent-messaging:role"
 IDEMPOTENCY_TABLE_TAG_VALUE = "idempotency-state"
+# A queue or table whose contents are declared disposable (the components tag every stateful
+# child so without protect_data); the pack's protection advisory and the plan check skip it.
+DISPOSABLE_TAG_KEY = "idempotent-messaging:disposable"
+DISPOSABLE_TAG_VALUE = "true"
 
 
 def recommended_visibility_timeout(

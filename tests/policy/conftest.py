@@ -94,6 +94,25 @@ def write_project(
 
 Pairs = set[tuple[str, str]]
 
+OPT_IN_RULES = ("stateful-pipeline-resource-protected",)
+"""Rules the programs of these tests were not written for, disabled the way a team turns a
+policy off (policy config `{"<rule>": {"enforcementLevel": "disabled"}}`) unless a test enables
+them: `stateful-pipeline-resource-protected` advises on every unprotected queue and table, which
+almost every raw program here is, and would bury the findings the program was written for. The
+corpus programs of that rule enable it (`ENABLED_RULES`), as do the tests of tests/policy/
+test_state_protection.py."""
+
+
+def policy_config(
+    config: Mapping[str, Any] | None = None, enabled: tuple[str, ...] | list[str] = ()
+) -> dict[str, Any]:
+    """`config` with the opt-in rules not `enabled` (nor configured by `config`) disabled."""
+    out: dict[str, Any] = {
+        rule: {"enforcementLevel": "disabled"} for rule in OPT_IN_RULES if rule not in enabled
+    }
+    out.update(config or {})
+    return out
+
 
 def pairs(violations: list[Violation], level: str | None = None) -> Pairs:
     return {(v.policy, v.name) for v in violations if level is None or v.enforcement == level}
@@ -101,14 +120,15 @@ def pairs(violations: list[Violation], level: str | None = None) -> Pairs:
 
 @pytest.fixture
 def run_check(tmp_path: Path) -> Callable[..., list[Violation]]:
-    """run_check(body, preview=False, config=None) -> violations of that program."""
+    """run_check(body, preview=False, config=None) -> violations of that program (the
+    opt-in rules disabled unless `config` names them: see `policy_config`)."""
     counter = iter(range(1000))
 
     def _run(
         body: str, *, preview: bool = False, config: Mapping[str, Any] | None = None
     ) -> list[Violation]:
         project = write_project(tmp_path / f"p{next(counter)}", body)
-        _, violations = check(project, "dev", preview=preview, config=dict(config or {}))
+        _, violations = check(project, "dev", preview=preview, config=policy_config(config))
         return violations
 
     return _run

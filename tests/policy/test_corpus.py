@@ -11,7 +11,11 @@ module-level `EXPECTED` literal (never executed by the test, read with `ast`) li
 
 Every other pair is a mismatch: the reported mandatory and advisory pairs must equal these
 exactly, in each mode, and the exit code must be 1 exactly when a mandatory pair is expected.
-An optional `REGION = "..."` literal sets the stack's `aws:region` (default eu-west-1).
+An optional `REGION = "..."` literal sets the stack's `aws:region` (default eu-west-1). The
+policy config of every run disables the opt-in rules (`conftest.OPT_IN_RULES`: the advisory
+`stateful-pipeline-resource-protected`, which every unprotected raw queue and table would
+trigger), as a team turns a policy off, unless the program enables them with an
+`ENABLED_RULES = ["..."]` literal.
 
 Most programs run in-process through `policy.check.main` (the CLI's own entry point); a few run
 through the real `python -m idempotent_messaging.offline` subprocess, which must give the
@@ -39,6 +43,7 @@ import pytest
 
 from idempotent_messaging.offline import main
 from idempotent_messaging.rules.pack import RULES
+from tests.policy.conftest import OPT_IN_RULES, policy_config
 
 pytestmark = pytest.mark.policy
 
@@ -95,10 +100,17 @@ CORPUS_AS_OF = "2026-11-30"
 RUNTIME_RULES = ("lambda-runtime-not-blocked", "lambda-runtime-not-deprecated")
 
 
+def enabled_rules(program: str) -> list[str]:
+    """The opt-in rules (conftest.OPT_IN_RULES) the program enables with its `ENABLED_RULES`
+    literal; the others are disabled by its policy config, as a team turns a policy off."""
+    return list(literal(program, "ENABLED_RULES", []))
+
+
 def argv(directory: Path, mode: str) -> list[str]:
     config = directory / "corpus-policy-config.json"
     if not config.exists():
-        config.write_text(json.dumps({rule: {"asOf": CORPUS_AS_OF} for rule in RUNTIME_RULES}))
+        runtime = {rule: {"asOf": CORPUS_AS_OF} for rule in RUNTIME_RULES}
+        config.write_text(json.dumps(policy_config(runtime, enabled_rules(directory.name))))
     args = ["--project", str(directory), "--stack", "dev", "--format", "json"]
     args += ["--config", str(config)]
     return args + (["--preview"] if mode == "preview" else [])
@@ -154,6 +166,11 @@ def test_program_states_its_aws_facts_and_reasons(program: str):
     assert len(docstring(program)) > 80, "the docstring states the AWS facts behind EXPECTED"
     exp = literal(program, "EXPECTED")
     assert isinstance(exp, dict) and set(exp) <= {"both", "up_only", "preview_only"}
+    assert set(enabled_rules(program)) <= set(OPT_IN_RULES), "ENABLED_RULES names opt-in rules"
+    for policy, _ in exp.get("both", []):
+        assert policy not in OPT_IN_RULES or policy in enabled_rules(program), (
+            f"{policy} is disabled unless the program's ENABLED_RULES names it"
+        )
     for entry in exp.get("both", []):
         assert entry[0] in LEVEL, entry
     for key in ("up_only", "preview_only"):

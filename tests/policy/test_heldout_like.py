@@ -8,6 +8,9 @@ in preview mode they may or may not appear. Pairs only a preview reports (a valu
 for wrong because it is unknown) are listed under `*_preview_only` with the reason. Every other
 pair must match exactly.
 
+Every run's policy config (`--config`) disables the opt-in rules (conftest.OPT_IN_RULES), as a
+team turns a policy off: these programs were written for the other rules.
+
 Every program runs once per mode through `policy.check.main(... --format json)` in-process
 (module-scoped cache); one subprocess run proves the real CLI path gives the same report.
 """
@@ -27,6 +30,7 @@ import pytest
 
 from idempotent_messaging.offline import main
 from idempotent_messaging.rules.pack import POLICIES
+from tests.policy.conftest import policy_config
 from tests.policy.test_corpus import PROGRAMS as CORPUS_PROGRAMS
 from tests.policy.test_corpus import expected as corpus_expected
 
@@ -67,13 +71,27 @@ def run_cli(argv: list[str]) -> Report:
 
 
 @pytest.fixture(scope="module")
-def report() -> Callable[[str, str], Report]:
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The policy config of every run: the opt-in rules (conftest.OPT_IN_RULES) disabled, as
+    a team turns a policy off; these programs were written for the other rules."""
+    path = tmp_path_factory.mktemp("heldout") / "policy-config.json"
+    path.write_text(json.dumps(policy_config()))
+    return path
+
+
+def cli_args(program: str, mode: str, config: Path) -> list[str]:
+    argv = ["--project", str(FIXTURES / program), "--stack", "dev", "--format", "json"]
+    argv += ["--config", str(config)]
+    return argv + (["--preview"] if mode == "preview" else [])
+
+
+@pytest.fixture(scope="module")
+def report(config_file: Path) -> Callable[[str, str], Report]:
     cache: dict[tuple[str, str], Report] = {}
 
     def get(program: str, mode: str) -> Report:
         if (program, mode) not in cache:
-            argv = ["--project", str(FIXTURES / program), "--stack", "dev", "--format", "json"]
-            cache[(program, mode)] = run_cli(argv + (["--preview"] if mode == "preview" else []))
+            cache[(program, mode)] = run_cli(cli_args(program, mode, config_file))
         return cache[(program, mode)]
 
     return get
@@ -154,20 +172,14 @@ def test_each_violation_names_its_resource_by_logical_name_and_source_line(progr
         assert v["file"] and v["file"].endswith(".py") and v["line"] > 0
 
 
-def test_real_cli_subprocess_gives_the_in_process_report(report):
+def test_real_cli_subprocess_gives_the_in_process_report(report, config_file: Path):
     program = "fifo_output_all"
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "idempotent_messaging.offline",
-            "--project",
-            str(FIXTURES / program),
-            "--stack",
-            "dev",
-            "--format",
-            "json",
-            "--preview",
+            *cli_args(program, "preview", config_file),
         ],
         cwd=ROOT,
         capture_output=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from idempotent_messaging.offline import Violation, check
-from tests.policy.conftest import GOOD, pairs
+from tests.policy.conftest import GOOD, pairs, policy_config
 
 pytestmark = pytest.mark.policy
 
@@ -362,7 +362,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 @pytest.mark.parametrize("preview", MODES)
 def test_real_team_fifo_pipeline_yields_exactly_its_planted_violations(preview: bool):
-    _, violations = check(FIXTURES / "real_team", "dev", preview=preview)
+    _, violations = check(FIXTURES / "real_team", "dev", preview=preview, config=policy_config())
     assert pairs(violations, "mandatory") == {
         ("lambda-sqs-esm-reports-batch-item-failures", "legacy-esm"),
         ("dynamodb-idempotency-table-has-ttl", "idem"),

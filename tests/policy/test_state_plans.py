@@ -44,6 +44,17 @@ PLANS: dict[str, tuple[int, set[tuple[str, str]]]] = {
     # The same replacement of queues tagged idempotent-messaging:disposable=true: declared
     # disposable, no finding.
     "fifo-flip-disposable.json": (0, set()),
+    # protect_data turned off on a component's stage (docs/deploy-safety.md, "tearing down on
+    # purpose"): its queues and tables lose protect and retainOnDelete and gain the tag
+    # idempotent-messaging:disposable=true. The tag counts only from the state before the plan
+    # (oldState). One `pulumi up` that turns it off AND flips the queues to FIFO: Pulumi applies
+    # the new `protect` before it replaces, so it would empty both queues; the tag is only in
+    # the newState: still two findings.
+    "disposable-tag-and-replace-at-once.json": (1, {(P, "orders"), (P, "orders-dlq")}),
+    # Step 1 of two: the deploy that only turns protect_data off (tags updated in place).
+    "disposable-tag-first.json": (0, set()),
+    # Step 2: the FIFO flip once the stack has recorded the tag (in every oldState): none.
+    "disposable-replace-after-tag.json": (0, set()),
     # DynamoDB cannot change a table's key schema (KeySchema is set at CreateTable only): a new
     # hashKey is a REPLACE of the idempotency table, i.e. every claim is lost.
     "table-key-replace.json": (1, {(P, "processed")}),
@@ -133,6 +144,27 @@ def test_the_messages_name_the_data_at_risk(capsys):
     _, report = run_json(capsys, "--state", str(PLANS_DIR / "rename-without-alias.json"))
     message = next(v["message"] for v in report["violations"] if v["name"] == "orders-queue")
     assert "DELETES" in message and "alias" in message
+
+
+def test_the_disposable_tag_counts_only_from_the_state_before_the_plan(capsys):
+    _, report = run_json(
+        capsys, "--state", str(PLANS_DIR / "disposable-tag-and-replace-at-once.json")
+    )
+    by_name = {v["name"]: v["message"] for v in report["violations"] if v["policy"] == P}
+    for message in by_name.values():
+        assert "REPLACES" in message and "deploy the tag on its own first" in message
+        # the same up unprotects (newState has no `protect`): the engine will not refuse it
+        assert "it is protected" not in message
+        assert "retainOnDelete keeps the old one" in message  # the oldState retained it
+    # The same replacement once the tag is recorded passes; so does recording it.
+    for name in ("disposable-tag-first.json", "disposable-replace-after-tag.json"):
+        code, report = run_json(capsys, "--state", str(PLANS_DIR / name))
+        assert code == 0 and not [v for v in report["violations"] if v["policy"] == P], name
+    # Without the tag in either state, the way out says to deploy the tag first.
+    _, report = run_json(capsys, "--state", str(PLANS_DIR / "fifo-flip-replace.json"))
+    message = next(v["message"] for v in report["violations"] if v["name"] == "orders")
+    assert "tag it `idempotent-messaging:disposable=true`" in message
+    assert "in a deploy of its own" in message
 
 
 def test_replacement_steps_are_loaded_once_per_urn(capsys):

@@ -7,7 +7,9 @@
     recorder  RecordingMonitor: every registration with the wire data an analyzer receives
     runner    run_program / run_function: a program run in-process, isolated
     analyzer  pulumi-policy's own analyzer servicer driven in-process; rules fail closed
-    report    text / JSON / SARIF
+    statefile `--state`: stack exports and `pulumi preview --json` documents (load_documents)
+    plan      the plan check `plan-no-data-loss` over a preview's steps (plan_findings)
+    report    text / JSON / SARIF and the exit codes (EXIT_CODES)
     cli       `idempotent-messaging-check` / `python -m idempotent_messaging.offline`
 
 The pack's rule modules never import this package (an import-linter contract says so): the
@@ -29,6 +31,7 @@ from .analyzer import (
 from .cli import check, check_report, main, repo_root, run
 from .errors import MissingPackageError, OfflineCheckError, ProgramError
 from .mocks import AwsMocks, policy_document_from_args
+from .plan import PLAN_POLICY, plan_findings
 from .project import (
     DEFAULT_ACCOUNT_ID,
     DEFAULT_REGION,
@@ -40,17 +43,40 @@ from .project import (
     load_stack_config,
 )
 from .recorder import RecordedResource, RecordingMonitor, struct_to_plain
-from .report import to_json, to_sarif, to_text
+from .report import (
+    EXIT_CLEAN,
+    EXIT_CODES,
+    EXIT_FINDINGS,
+    EXIT_NO_VERDICT,
+    EXIT_REFUSED,
+    to_json,
+    to_sarif,
+    to_text,
+)
 from .runner import ProgramRun, run_program
+from .statefile import (
+    PlannedChange,
+    StateDocument,
+    StateFileError,
+    load_documents,
+    load_state,
+)
 
 __all__ = [
     "DEFAULT_ACCOUNT_ID",
     "DEFAULT_REGION",
+    "EXIT_CLEAN",
+    "EXIT_CODES",
+    "EXIT_FINDINGS",
+    "EXIT_NO_VERDICT",
+    "EXIT_REFUSED",
+    "PLAN_POLICY",
     "SECRET_PLACEHOLDER",
     "STACK_TYPE",
     "AwsMocks",
     "MissingPackageError",
     "OfflineCheckError",
+    "PlannedChange",
     "PolicyConfigError",
     "ProgramError",
     "ProgramRun",
@@ -59,6 +85,8 @@ __all__ = [
     "RecordingMonitor",
     "RuleError",
     "StackConfig",
+    "StateDocument",
+    "StateFileError",
     "Violation",
     "analyze",
     "analyze_with_errors",
@@ -66,11 +94,14 @@ __all__ = [
     "check_report",
     "effective_config",
     "load_config_file",
+    "load_documents",
     "load_project",
     "load_stack_config",
+    "load_state",
     "main",
     "make_servicer",
     "pack_version",
+    "plan_findings",
     "policy_document_from_args",
     "repo_root",
     "run",

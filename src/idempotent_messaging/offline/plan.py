@@ -20,7 +20,12 @@ A replacement creates a new, empty queue or table and deletes the old one with i
 (SQS cannot turn a standard queue into a FIFO one, DynamoDB cannot change a key schema, and a
 new physical name is a new resource). A ``delete`` of a resource with ``retainOnDelete`` leaves
 it in AWS and is not a finding; a resource tagged ``idempotent-messaging:disposable=true``
-(before or after the plan) is declared disposable and is not a finding either.
+in its state BEFORE the plan (the step's ``oldState``: what the stack recorded) is declared
+disposable and is not a finding either. The tag in the new state alone is not enough: Pulumi
+applies a changed ``protect`` before it replaces, so the one ``pulumi up`` that turns the
+components' ``protect_data`` off (unprotecting and tagging every stateful child) and also
+replaces a queue would empty it unguarded. Declaring data disposable takes two deploys: the
+first records the tag (updates only), the second may replace or delete (docs/deploy-safety.md).
 """
 
 from __future__ import annotations
@@ -53,7 +58,9 @@ PLAN_DESCRIPTION = (
 PLAN_REMEDIATION = (
     "Drain the queue (or export the table) first and remove it in a later change; keep the old "
     "resource with an alias when it was renamed or moved; or declare it disposable with the tag "
-    f"{DISPOSABLE_TAG_KEY}={DISPOSABLE_TAG_VALUE}."
+    f"{DISPOSABLE_TAG_KEY}={DISPOSABLE_TAG_VALUE} (protect_data=False on a component) in a deploy "
+    "of its own before the one that replaces or deletes it: the check honours the tag only "
+    "from the state before the plan."
 )
 # What each data role tag of the components says the resource holds (protection.DATA_ROLES
 # names every role; these say the consequence in the plan check's words).
@@ -120,10 +127,20 @@ def _ways_out(change: PlannedChange, creates_same_type: bool) -> str:
             f"(`opts=pulumi.ResourceOptions(aliases=[...])` naming its old name or parent), so "
             f"Pulumi keeps it instead of deleting it and creating an empty one"
         )
-    return (
-        f"Way out: {drain}; {keep}; or, if its contents are disposable, tag it "
-        f"`{DISPOSABLE_TAG_KEY}={DISPOSABLE_TAG_VALUE}`."
-    )
+    if change.new is not None and disposable(_node(change.new)):
+        disposable_way = (
+            f"or, since this plan tags it `{DISPOSABLE_TAG_KEY}={DISPOSABLE_TAG_VALUE}` (as "
+            f"protect_data=False does): deploy the tag on its own first (a change of tags and "
+            f"protection only), then this change; the tag counts once the stack has recorded it, "
+            f"never in the plan that also replaces or deletes the resource"
+        )
+    else:
+        disposable_way = (
+            f"or, if its contents are disposable, tag it `{DISPOSABLE_TAG_KEY}="
+            f"{DISPOSABLE_TAG_VALUE}` (protect_data=False on a component) in a deploy of its own, "
+            f"before this change"
+        )
+    return f"Way out: {drain}; {keep}; {disposable_way}."
 
 
 def _message(change: PlannedChange, data: str, creates_same_type: bool) -> str:
@@ -169,8 +186,8 @@ def plan_findings(document: StateDocument, level: str = "mandatory") -> list[Vio
             continue
         if change.op == "delete" and change.retain_on_delete:
             continue  # Pulumi forgets it; the queue or table stays in AWS with its data
-        if any(disposable(_node(r)) for r in (change.old, change.new) if r is not None):
-            continue
+        if change.old is not None and disposable(_node(change.old)):
+            continue  # declared disposable by the stack before this plan (never by the plan)
         data = _data(change, held)
         if data is None:
             continue

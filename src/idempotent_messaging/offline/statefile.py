@@ -289,7 +289,10 @@ def _preview_changes(doc: dict[str, Any], file: Path, root: Path) -> list[Planne
             if (old_state)
             else None
         )
-        flags = (old_state[1] if old_state else {}) | (new_state[1] if new_state else {})
+        # `protect` as the plan leaves it: the engine applies a newState's `protect` (absent:
+        # false, ResourceV3 omits it) before it replaces, so one `pulumi up` may unprotect and
+        # replace; a removed resource keeps its oldState's.
+        flags = new_state[1] if new_state else (old_state[1] if old_state else {})
         changes.append(
             PlannedChange(
                 urn=urn,

@@ -458,6 +458,30 @@ def planned(new_state):
     return s
 
 
+def diff_reasons(old, new):
+    """The inputs an update changes (a step's diffReasons)."""
+    keys = set(old["inputs"]) | set(new["inputs"])
+    return sorted(k for k in keys if old["inputs"].get(k) != new["inputs"].get(k))
+
+
+def guarded(states, *, disposable=False):
+    """`states` with their queues and tables as a component leaves them: protected and retained
+    (protect_data), or unguarded and tagged idempotent-messaging:disposable=true (without)."""
+    out = copy.deepcopy(states)
+    for s in out:
+        if s["type"] not in ("aws:sqs/queue:Queue", "aws:dynamodb/table:Table"):
+            continue
+        if disposable:  # ResourceV3 omits protect and retainOnDelete when false
+            tags = {"idempotent-messaging:disposable": "true"}
+            s["inputs"]["tags"] = {**s["inputs"].get("tags", {}), **tags}
+            if s["outputs"]:
+                s["outputs"]["tags"] = dict(s["inputs"]["tags"])
+                s["outputs"]["tagsAll"] = {**s["outputs"].get("tagsAll", {}), **tags}
+        else:
+            s.update(protect=True, retainOnDelete=True)
+    return out
+
+
 def write(name, doc):
     DOCUMENTS[name] = json.dumps(doc, indent=2) + "\n"
 
@@ -504,9 +528,9 @@ def build() -> dict[str, str]:
         },
     )
 
-    def fifo_flip(tags=None, replacement_steps=False):
-        before = raw_stack(tags=tags)
-        after = raw_stack(fifo=True, tags=tags)
+    def fifo_flip(tags=None, replacement_steps=False, before=None, after=None):
+        before = before if before is not None else raw_stack(tags=tags)
+        after = after if after is not None else raw_stack(fifo=True, tags=tags)
         steps = []
         for old, new in zip(before, after, strict=True):
             typ = old["type"]
@@ -534,7 +558,7 @@ def build() -> dict[str, str]:
                     )
                 steps.append(step("replace", old, new_planned, replaceReasons=["eventSourceArn"]))
             else:  # the alarm's QueueName: the new DLQ's name, known (an input of the program)
-                steps.append(step("update", old, new, diffReasons=["dimensions"]))
+                steps.append(step("update", old, new, diffReasons=diff_reasons(old, new)))
         if replacement_steps:  # the engine deletes the replaced resources after the creates
             for old in reversed(before):
                 if old["type"] in (
@@ -547,6 +571,33 @@ def build() -> dict[str, str]:
     write("fifo-flip-replace.json", fifo_flip())
     write("fifo-flip-replacement-steps.json", fifo_flip(replacement_steps=True))
     write("fifo-flip-disposable.json", fifo_flip(tags={"idempotent-messaging:disposable": "true"}))
+
+    # --- protect_data turned off: protected queues and tables become tagged disposable -------
+    # With protect_data a component's queues and tables carry protect and retainOnDelete; with
+    # protect_data=False neither, and the tag idempotent-messaging:disposable=true instead.
+    # The tag counts from the state before a plan only, so it takes two deploys.
+    protected_before = guarded(raw_stack())
+    # One `pulumi up` that turns protect_data off AND flips the queues to FIFO: the tag is only
+    # in the newState (Pulumi unprotects before it replaces): still a finding.
+    write(
+        "disposable-tag-and-replace-at-once.json",
+        fifo_flip(before=protected_before, after=guarded(raw_stack(fifo=True), disposable=True)),
+    )
+    # Step 1: the deploy that turns protect_data off and changes nothing else (tags updated in
+    # place, protection lifted): no replacement, no deletion.
+    tagged = guarded(raw_stack(), disposable=True)
+    steps = []
+    for old, new in zip(protected_before, tagged, strict=True):
+        if old == new:
+            steps.append(step("same", old, new))
+        else:
+            steps.append(step("update", old, new, diffReasons=diff_reasons(old, new)))
+    write("disposable-tag-first.json", digest(steps))
+    # Step 2: the next deploy flips the queues to FIFO; the stack recorded the tag (oldState).
+    write(
+        "disposable-replace-after-tag.json",
+        fifo_flip(before=tagged, after=guarded(raw_stack(fifo=True), disposable=True)),
+    )
 
     # --- table key change --------------------------------------------------------------------
     before = raw_stack()

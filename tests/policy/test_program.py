@@ -210,10 +210,8 @@ def test_data_sources_answer_from_their_result_types_in_plain_python():
     assert run.stack_outputs["ami"] and "mostRecent" not in str(run.stack_outputs["ami"])
     identity = corpus("caller_identity_kms")
     assert identity.stack_outputs["where"] == "123456789012/ca-central-1"
-    # An alias lookup answers with the key it targets, not the alias echoed back.
-    assert identity.stack_outputs["managed_sns_key"].startswith(
-        "arn:aws:kms:ca-central-1:123456789012:key/"
-    )
+    # The key an alias targets only AWS knows: unknown, never an invented key ARN.
+    assert identity.stack_outputs["managed_sns_key"] is UNKNOWN
     ecr = corpus("ecr_registry_auth")
     assert ecr.stack_outputs["registry_user"] == "AWS"  # the token decodes as `user:password`
 

@@ -6,6 +6,7 @@
     mocks     AwsMocks: what AWS would answer, regional and typed
     recorder  RecordingMonitor: every registration with the wire data an analyzer receives
     runner    run_program / run_function: a program run in-process, isolated
+    unknowns  typed placeholders for what the checker cannot know (UnsupportedError)
     analyzer  pulumi-policy's own analyzer servicer driven in-process; rules fail closed
     statefile `--state`: stack exports and `pulumi preview --json` documents (load_documents)
     plan      the plan check `plan-no-data-loss` over a preview's steps (plan_findings)
@@ -29,7 +30,7 @@ from .analyzer import (
     pack_version,
 )
 from .cli import check, check_report, main, repo_root, run
-from .errors import MissingPackageError, OfflineCheckError, ProgramError
+from .errors import MissingConfigError, MissingPackageError, OfflineCheckError, ProgramError
 from .mocks import AwsMocks, policy_document_from_args
 from .plan import PLAN_POLICY, plan_findings
 from .project import (
@@ -61,6 +62,7 @@ from .statefile import (
     load_documents,
     load_state,
 )
+from .unknowns import UnsupportedError
 
 __all__ = [
     "DEFAULT_ACCOUNT_ID",
@@ -74,6 +76,7 @@ __all__ = [
     "SECRET_PLACEHOLDER",
     "STACK_TYPE",
     "AwsMocks",
+    "MissingConfigError",
     "MissingPackageError",
     "OfflineCheckError",
     "PlannedChange",
@@ -87,6 +90,7 @@ __all__ = [
     "StackConfig",
     "StateDocument",
     "StateFileError",
+    "UnsupportedError",
     "Violation",
     "analyze",
     "analyze_with_errors",

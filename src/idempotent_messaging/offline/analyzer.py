@@ -267,6 +267,42 @@ def _strip_description(message: str, policy_name: str) -> str:
     return message
 
 
+def _options(r: Any) -> Any:
+    """The resource options the engine passes an analyzer (after the program's transforms)."""
+    options = proto.AnalyzerResourceOptions(
+        parent=r.parent or "",
+        protect=bool(getattr(r, "protect", False)),
+        ignoreChanges=list(getattr(r, "ignore_changes", []) or []),
+        additionalSecretOutputs=list(getattr(r, "additional_secret_outputs", []) or []),
+        aliases=list(getattr(r, "aliases", []) or []),
+    )
+    delete_before_replace = getattr(r, "delete_before_replace", None)
+    if delete_before_replace is not None:
+        options.deleteBeforeReplace = bool(delete_before_replace)
+        options.deleteBeforeReplaceDefined = True
+    timeouts = getattr(r, "custom_timeouts", None) or {}
+    if timeouts:
+        options.customTimeouts.CopyFrom(
+            proto.AnalyzerResourceOptions.CustomTimeouts(
+                **{k: _seconds(v) for k, v in timeouts.items()}
+            )
+        )
+    return options
+
+
+def _seconds(duration: str) -> float:
+    """A Pulumi custom timeout ("5m", "1h30m", "90s") in seconds, as the engine sends it."""
+    total, number = 0.0, ""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
+    for char in duration:
+        if char.isdigit() or char == ".":
+            number += char
+        elif char in units and number:
+            total += float(number) * units[char]
+            number = ""
+    return total + (float(number) if number else 0.0)
+
+
 def analyze(run: ProgramRun, config: Mapping[str, Any] | None = None) -> list[Violation]:
     """The pack's violations; raises RuleFailureError when a mandatory rule raised."""
     violations, _ = analyze_with_errors(run, config)
@@ -303,7 +339,7 @@ def analyze_with_errors(
             properties=r.inputs_struct,
             urn=r.urn,
             name=r.name,
-            options=proto.AnalyzerResourceOptions(parent=r.parent or ""),
+            options=_options(r),
         )
         try:
             response = servicer.Analyze(request, None)
@@ -321,7 +357,7 @@ def analyze_with_errors(
                 properties=r.outputs_struct,
                 urn=r.urn,
                 name=r.name,
-                options=proto.AnalyzerResourceOptions(parent=r.parent or ""),
+                options=_options(r),
                 parent=r.parent or "",
                 dependencies=r.dependencies,
                 propertyDependencies={

@@ -1,17 +1,20 @@
 """Pinned data-source answers: the values a user wants an offline check to see.
 
-Offline, a data source is answered with plausible values typed by its result type
-(``policy.offline.typed``). Where a rule's verdict depends on the real value (an SSM parameter
-holding a batch size, the AMI a fleet uses), pin it in a YAML file, passed with
+Offline, a data source that looks something up in the cloud cannot be answered: what only the
+cloud knows is unknown (``offline.unknowns``), as a value the engine cannot know yet is in a
+preview, and the rules that need it stay undecided. Where a rule's verdict depends on the real
+value (an SSM parameter holding a visibility timeout, the key an alias targets), pin it in a
+YAML file, passed with
 ``--answers FILE`` or found beside the program as ``offline-answers.yaml``::
 
     invokes:
       - function: aws.ssm.get_parameter          # Python name or the token
         args: {name: /orders/batch-size}         # optional: only calls with these arguments
-        result: {value: "10"}                    # wire (camelCase) names; merged over the default
+        result: {value: "10"}                    # wire (camelCase) or Python names
 
-The first entry whose function and arguments match wins; its ``result`` keys replace those
-of the plausible answer, the other fields keep their typed placeholders.
+The first entry whose function and arguments match wins; its ``result`` fields are known
+(typed as the result class declares them, e.g. ``value: 10`` becomes ``"10"``) and judged by
+the pack; the fields it does not pin stay unknown (``offline.unknowns``).
 """
 
 from __future__ import annotations
@@ -58,11 +61,23 @@ class Answers:
     entries: list[Answer] = field(default_factory=list)
     source: str | None = None
 
-    def apply(self, token: str, given: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    def answered(self, token: str, given: dict[str, Any]) -> dict[str, Any] | None:
+        """The pinned result fields of the first entry matching this call, else None."""
         for entry in self.entries:
-            if entry.token == token and all(given.get(k) == v for k, v in entry.args.items()):
-                return {**result, **entry.result}
-        return result
+            if entry.token == token and all(
+                given.get(_camel(k)) == v for k, v in entry.args.items()
+            ):
+                return {_camel(k): v for k, v in entry.result.items()}
+        return None
+
+    def apply(self, token: str, given: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        answered = self.answered(token, given)
+        return result if answered is None else {**result, **answered}
+
+
+def _camel(name: str) -> str:
+    """`with_decryption` -> `withDecryption` (the wire name); wire names pass unchanged."""
+    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
 
 
 def load_answers(path: str | os.PathLike[str]) -> Answers:

@@ -4,9 +4,13 @@
 kept for FIFO queues), returns the ids/ARNs/URLs of common AWS types in the resource's region
 (pulumi-aws v7's per-resource ``region`` argument, else its explicit ``aws.Provider``'s region,
 else ``aws:region``), and fills every other computed output from the provider SDK's typed
-declarations (``policy.offline.typed``). Invokes are answered from the function's result type,
-with ``getCallerIdentity``, ``getRegion``, ``getPartition``, ``getAvailabilityZones`` and
-``iam.getPolicyDocument`` (rendered to real IAM JSON) exact; an answers file pins any other.
+declarations (``offline.typed``). Invokes: ``getCallerIdentity``, ``getRegion``,
+``getPartition``, ``getAvailabilityZones``, ``getArn`` and ``iam.getPolicyDocument`` (rendered as
+the AWS provider renders it: source/override documents merged, principals, conditions, sets)
+are exact; a lookup by name knows the ARN/URL the name gives; every other field of a data
+source is a value only the cloud knows, answered as unknown (``offline.unknowns``), never
+invented; an answers file pins real values; an invoke no installed SDK types fails closed.
+Inputs the program does not know (unknown in either mode) are never auto-named or filled.
 
 In preview mode only what a real preview of a new resource knows is returned: the inputs and
 the auto-name (the provider's Check computes it before any API call); everything the provider
@@ -20,7 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
+import re
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +33,7 @@ import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs
 
 from ..rules.values import UNKNOWN_STRING_SENTINEL, is_unknown
-from . import typed
+from . import typed, unknowns
 from .answers import Answers
 from .project import DEFAULT_ACCOUNT_ID, DEFAULT_REGION
 
@@ -186,6 +191,9 @@ class AwsMocks(pulumi.runtime.Mocks):
         return f"{n}-id", {}
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        # Inputs the program does not know (computed outputs in a preview, values only the
+        # cloud knows in both modes): never auto-named or filled with a placeholder.
+        unknown_keys = {k for k, v in dict(args.inputs).items() if _is_sdk_unknown(v)}
         inputs = _strip_unknowns(dict(args.inputs))
         if args.typ == "pulumi:providers:aws" and isinstance(inputs.get("region"), str):
             self._provider_regions[args.name] = inputs["region"]
@@ -208,7 +216,11 @@ class AwsMocks(pulumi.runtime.Mocks):
             if args.typ.startswith("aws:") and "name" in typed.input_names(args.typ)
             else None
         )
-        if name_prop and not isinstance(outputs.get(name_prop), str):
+        if (
+            name_prop
+            and name_prop not in unknown_keys
+            and not isinstance(outputs.get(name_prop), str)
+        ):
             prefix = outputs.get("namePrefix") or outputs.get(f"{name_prop}Prefix")
             base = (
                 f"{prefix}{_suffix(args.name)}" if prefix else f"{args.name}-{_suffix(args.name)}"
@@ -223,9 +235,12 @@ class AwsMocks(pulumi.runtime.Mocks):
             outputs.setdefault("region", region)
         if self.preview:
             return "", outputs
-        resource_id, computed = self.computed_outputs(args.typ, args.name, outputs, region)
+        given = {**outputs, **{k: UNKNOWN_STRING_SENTINEL for k in unknown_keys}}
+        resource_id, computed = self.computed_outputs(args.typ, args.name, given, region)
         if args.resource_id:  # a read/import keeps the id it was given
             resource_id = args.resource_id
+        if UNKNOWN_STRING_SENTINEL in resource_id:
+            resource_id = ""  # named by an unknown: its id is unknown too
         return resource_id, {**computed, **outputs, "id": resource_id}
 
     def _region_for(self, provider_ref: str | None, inputs: Mapping[str, Any] | None = None) -> str:
@@ -241,32 +256,67 @@ class AwsMocks(pulumi.runtime.Mocks):
         return self.region
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
-        # The mock monitor iterates the failures: an empty list, never None.
-        return self.invoke_result(args), []
+        # The mock monitor iterates the failures: an empty list, never None. A call the AWS
+        # provider would refuse (a policy document with duplicate Sids) fails as it would.
+        try:
+            return self.invoke_result(args), []
+        except InvokeRefused as refused:
+            return {}, [(refused.property, str(refused))]
 
     def invoke_result(self, args: MockCallArgs) -> dict[str, Any]:
-        """A pinned answer if the answers file has one, else the data source's result type
-        filled plausibly (exact for identity, region, partition, zones, policy documents)."""
+        """The data source's result: exact where it is a function of the configuration and the
+        arguments (identity, region, partition, zones, policy documents, ARN parsing, the
+        ARN/URL of a resource looked up by name), the arguments it repeats, the fields an
+        answers file pins; every other field is a value only the cloud knows, listed under
+        `typed.UNKNOWN_FIELDS_KEY` so that the program gets typed unknowns
+        (`offline.unknowns`) and the pack never judges an invented value."""
         token, given = args.token, dict(args.args)
         region = self._region_for(args.provider, given)
-        generic = typed.invoke_result(
-            token,
-            typed.Context(
-                _service(token), str(given.get("name") or "offline"), region, self.account_id
-            ),
-            given,
+        ctx = typed.Context(
+            _service(token), str(given.get("name") or "offline"), region, self.account_id
         )
-        specific = self._specific_invoke_result(token, given, region)
-        result = {**(generic or {}), **(specific or {})}
-        if generic is None and specific is None:
-            # No result type to answer from (a provider SDK without typed results): the
-            # arguments are not an answer, so the program gets an empty result.
-            result = {}
-        return self.answers.apply(token, given, result)
+        unknown_args = any(_contains_unknown(v) for v in given.values())
+        generic = typed.invoke_result(token, ctx, {} if unknown_args else given)
+        placeholders = typed.invoke_placeholders(token, ctx) or {}
+        specific = None if unknown_args else self._specific_invoke_result(token, given, region)
+        answered = None if unknown_args else self.answers.answered(token, given)
+        if generic is None and specific is None and answered is None:
+            # No result type to answer from: not an answer to invent (fail closed).
+            raise unknowns.UnsupportedError(
+                token,
+                f"the offline engine cannot answer invoke {token}: no installed provider SDK "
+                f"declares its result type, so neither its fields nor which of them only the "
+                f"cloud knows can be told. Install the provider's Python SDK where the check "
+                f"runs (or --package-path DIR), or pin the result with --answers FILE "
+                f"(function: {token}).",
+            )
+        result: dict[str, Any] = {**(generic or {}), **(specific or {})}
+        if answered is not None:
+            result.update(typed.coerce_result(token, answered))
+        if unknown_args:
+            known: set[str] = set()  # an invoke over unknown arguments: nothing is known
+        elif token in EXACT_INVOKES:
+            known = set(result)
+        else:
+            known = {k for k, v in given.items() if v is not None and k in result}
+            known |= set(specific or {}) | set(answered or {}) | {"region"}
+        unknown = {k: result[k] for k in result if k not in known}
+        if not unknown:
+            return result
+        for key in unknown:
+            if key in placeholders:
+                result[key] = placeholders[key]
+        result[typed.UNKNOWN_FIELDS_KEY] = {
+            "token": token,
+            "fields": {k: typed.kinds_of(result[k]) for k in unknown},
+        }
+        return result
 
     def _specific_invoke_result(
         self, token: str, given: dict[str, Any], region: str
     ) -> dict[str, Any] | None:
+        """The fields a data source's answer is known by: a function of the stack's region and
+        account (the offline account every fabricated ARN uses) and of the arguments."""
         acct = self.account_id
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
@@ -276,40 +326,103 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "id": acct,
             }
         if token == "aws:index/getRegion:getRegion":
-            return {"name": region, "region": region, "id": region, "description": region}
+            return {
+                "name": region,
+                "region": region,
+                "id": region,
+                "description": region,
+                "endpoint": f"ec2.{region}.amazonaws.com",
+            }
         if token == "aws:index/getPartition:getPartition":
-            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+            return {
+                "partition": "aws",
+                "dnsSuffix": "amazonaws.com",
+                "id": "aws",
+                "reverseDnsPrefix": "com.amazonaws",
+            }
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             zones = [f"{region}{z}" for z in "abc"]
-            return {"names": zones, "zoneIds": zones, "id": region}
+            return {"names": zones, "zoneIds": zones, "id": region, "groupNames": [region]}
+        if token == "aws:index/getArn:getArn" and isinstance(given.get("arn"), str):
+            return _parsed_arn(given["arn"])
         if token == "aws:iam/getPolicyDocument:getPolicyDocument":
-            doc = json.dumps(policy_document_from_args(given), indent=2)
-            return {"json": doc, "minifiedJson": json.dumps(json.loads(doc)), "id": "doc"}
+            pretty, minified = render_policy_document(given)
+            return {"json": pretty, "minifiedJson": minified, "id": _hashcode(pretty)}
         if token == "aws:kms/getAlias:getAlias" and isinstance(given.get("name"), str):
-            # An alias names a key: the alias ARN, and the ARN and id of the key it targets.
+            # The alias's own ARN follows from its name; the key it targets only AWS knows.
             alias = given["name"]
-            key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{region}/{alias}"))
-            return {
-                "arn": f"arn:aws:kms:{region}:{acct}:{alias}",
-                "id": f"arn:aws:kms:{region}:{acct}:{alias}",
-                "name": alias,
-                "targetKeyId": key_id,
-                "targetKeyArn": f"arn:aws:kms:{region}:{acct}:key/{key_id}",
-            }
-        name = given.get("name") or given.get("functionName") or given.get("queueName")
-        if isinstance(name, str) and token.startswith("aws:") and "/get" in token:
-            # An existing resource looked up by name: the ARN (and URL) it would have.
-            service = token.split(":")[1].split("/")[0]
-            typ = {
-                "sqs": "aws:sqs/queue:Queue",
-                "sns": "aws:sns/topic:Topic",
-                "lambda": "aws:lambda/function:Function",
-                "dynamodb": "aws:dynamodb/table:Table",
-                "iam": "aws:iam/role:Role",
-            }.get(service, f"aws:{service}/x:X")
+            arn = f"arn:aws:kms:{region}:{acct}:{alias}"
+            return {"arn": arn, "id": arn, "name": alias}
+        lookup = _LOOKUPS_BY_NAME.get(token)
+        name = next(
+            (given[k] for k in ("name", "functionName") if isinstance(given.get(k), str)), None
+        )
+        if lookup is not None and name is not None:
+            # An existing resource looked up by name: the ARN (and URL) its name gives.
+            typ, fields = lookup
             resource_id, computed = self._identity_outputs(typ, name, {"name": name}, region)
-            return {**computed, "id": resource_id}
+            found = {**computed, "id": resource_id}
+            return {k: v for k, v in found.items() if k in fields}
         return None
+
+
+# Data sources whose whole answer follows from the configuration and the arguments.
+EXACT_INVOKES = frozenset(
+    {
+        "aws:index/getCallerIdentity:getCallerIdentity",
+        "aws:index/getRegion:getRegion",
+        "aws:index/getPartition:getPartition",
+        "aws:index/getAvailabilityZones:getAvailabilityZones",
+        "aws:index/getArn:getArn",
+        "aws:iam/getPolicyDocument:getPolicyDocument",
+    }
+)
+
+# Lookups by name whose ARN/URL the name gives (the resource type and the fields it gives).
+_LOOKUPS_BY_NAME: dict[str, tuple[str, frozenset[str]]] = {
+    "aws:sqs/getQueue:getQueue": ("aws:sqs/queue:Queue", frozenset({"arn", "url", "id"})),
+    "aws:sns/getTopic:getTopic": ("aws:sns/topic:Topic", frozenset({"arn", "id"})),
+    "aws:lambda/getFunction:getFunction": (
+        "aws:lambda/function:Function",
+        frozenset({"arn", "invokeArn", "id"}),
+    ),
+    "aws:dynamodb/getTable:getTable": ("aws:dynamodb/table:Table", frozenset({"arn", "id"})),
+    "aws:iam/getRole:getRole": ("aws:iam/role:Role", frozenset({"arn", "id"})),
+}
+
+
+class InvokeRefused(Exception):
+    """Arguments the AWS provider refuses: the invoke fails with this reason."""
+
+    def __init__(self, message: str, property: str = "") -> None:
+        super().__init__(message)
+        self.property = property
+
+
+def _contains_unknown(value: Any) -> bool:
+    if _is_sdk_unknown(value):
+        return True
+    if isinstance(value, dict):
+        return any(_contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_unknown(v) for v in value)
+    return False
+
+
+def _parsed_arn(arn: str) -> dict[str, Any] | None:
+    parts = arn.split(":", 5)
+    if len(parts) != 6 or parts[0] != "arn":
+        return None
+    _, partition, service, region, account, resource = parts
+    return {
+        "arn": arn,
+        "id": arn,
+        "partition": partition,
+        "service": service,
+        "region": region,
+        "account": account,
+        "resource": resource,
+    }
 
 
 def _service(token: str) -> str:
@@ -320,37 +433,245 @@ def _provider_id(logical_name: str) -> str:
     return f"{logical_name}-provider-id"
 
 
-def policy_document_from_args(args: Mapping[str, Any]) -> dict[str, Any]:
-    """The IAM JSON that aws.iam.get_policy_document would render for these arguments."""
-    statements = []
-    for st in args.get("statements") or []:
-        out: dict[str, Any] = {}
-        if st.get("sid"):
-            out["Sid"] = st["sid"]
-        out["Effect"] = st.get("effect") or "Allow"
-        for src, dst in (
-            ("actions", "Action"),
-            ("notActions", "NotAction"),
-            ("resources", "Resource"),
-            ("notResources", "NotResource"),
-        ):
-            if st.get(src):
-                items = list(st[src])
-                out[dst] = items[0] if len(items) == 1 else items
-        for src, dst in (("principals", "Principal"), ("notPrincipals", "NotPrincipal")):
-            if st.get(src):
-                principal: dict[str, Any] = {}
-                for p in st[src]:
-                    ids = list(p.get("identifiers") or [])
-                    principal[p.get("type", "AWS")] = ids[0] if len(ids) == 1 else ids
-                out[dst] = principal
-        if st.get("conditions"):
-            cond: dict[str, dict[str, Any]] = {}
-            for c in st["conditions"]:
-                values = list(c.get("values") or [])
-                cond.setdefault(c["test"], {})[c["variable"]] = (
-                    values[0] if len(values) == 1 else values
+# --- aws.iam.get_policy_document, rendered as the AWS provider renders it ------------------------
+#
+# The provider (terraform-provider-aws `aws_iam_policy_document`, which pulumi-aws bridges):
+# the `source_policy_documents` are merged first (their Sids must be unique), then the
+# document's own statements, then each `override_policy_documents` entry; a statement whose Sid
+# an earlier one has replaces it in place, others are appended. Sets (actions, resources,
+# principal identifiers) render as the single string when they hold one element, else sorted in
+# reverse order; condition values keep their order and flatten to a string when single;
+# principals of one type merge; a lone principal of type "*" with identifier "*" renders as
+# `"Principal": "*"` (type "AWS" with "*" stays {"AWS": "*"}); `&{` becomes `${`. The JSON is
+# Go's: two-space indent, `<`, `>` and `&` escaped, keys in struct order (Sid, Effect, Action,
+# NotAction, Resource, NotResource, Principal, NotPrincipal, Condition), maps sorted.
+
+_STATEMENT_KEYS = (
+    "Sid",
+    "Effect",
+    "Action",
+    "NotAction",
+    "Resource",
+    "NotResource",
+    "Principal",
+    "NotPrincipal",
+    "Condition",
+)
+
+
+def _var(value: str) -> str:
+    return value.replace("&{", "${")
+
+
+def _string_set(values: Any, *, variables: bool = False) -> Any:
+    items = sorted({_var(v) if variables else v for v in values or []}, reverse=True)
+    return items[0] if len(items) == 1 else items
+
+
+def _principal_set(blocks: list[tuple[str, Any]]) -> Any:
+    if len(blocks) == 1 and blocks[0][0] == "*" and blocks[0][1] in ("*", ["*"]):
+        return "*"
+    raw: dict[str, Any] = {}
+    for typ, ids in blocks:
+        current = raw.get(typ)
+        if isinstance(ids, list):
+            merged = [] if current is None else [current] if isinstance(current, str) else current
+            raw[typ] = merged + sorted(ids, reverse=True)
+        elif current is None:
+            raw[typ] = ids
+        elif isinstance(current, str):
+            raw[typ] = [current, ids]
+        else:
+            current.append(ids)
+    return dict(sorted(raw.items()))
+
+
+def _condition_set(blocks: list[tuple[str, str, list[str]]]) -> dict[str, Any]:
+    raw: dict[str, dict[str, list[str]]] = {}
+    for test, variable, values in blocks:
+        raw.setdefault(test, {}).setdefault(variable, []).extend(values)
+    return {
+        test: {var: vals[0] if len(vals) == 1 else vals for var, vals in sorted(by_var.items())}
+        for test, by_var in sorted(raw.items())
+    }
+
+
+def _arg(st: Mapping[str, Any], wire: str) -> Any:
+    """A nested argument by its wire name, or by its Python name: the SDK sends a plain dict's
+    keys as written (`not_actions`), and the provider accepts its Terraform (snake) names."""
+    if wire in st:
+        return st[wire]
+    return st.get(re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), wire))
+
+
+def _statement_from_args(st: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if st.get("sid"):
+        out["Sid"] = st["sid"]
+    out["Effect"] = st.get("effect") or "Allow"
+    for src, dst, variables in (
+        ("actions", "Action", False),
+        ("notActions", "NotAction", False),
+        ("resources", "Resource", True),
+        ("notResources", "NotResource", True),
+    ):
+        if _arg(st, src):
+            out[dst] = _string_set(_arg(st, src), variables=variables)
+    for src, dst in (("principals", "Principal"), ("notPrincipals", "NotPrincipal")):
+        if _arg(st, src):
+            out[dst] = _principal_set(
+                [
+                    (str(p.get("type", "")), _string_set(p.get("identifiers"), variables=True))
+                    for p in _arg(st, src)
+                ]
+            )
+    if st.get("conditions"):
+        out["Condition"] = _condition_set(
+            [
+                (c["test"], c["variable"], [_var(str(v)) for v in c.get("values") or []])
+                for c in st["conditions"]
+            ]
+        )
+    return out
+
+
+def _field(mapping: Mapping[str, Any], name: str) -> Any:
+    """Go's JSON decoding matches struct fields case-insensitively."""
+    if name in mapping:
+        return mapping[name]
+    return next((v for k, v in mapping.items() if k.lower() == name.lower()), None)
+
+
+def _statement_from_json(st: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _STATEMENT_KEYS:
+        value = _field(st, key)
+        if value is None or value == "":
+            continue
+        if key in ("Principal", "NotPrincipal"):
+            if isinstance(value, str):
+                value = _principal_set([("*", ["*"])])
+            elif isinstance(value, Mapping):
+                value = _principal_set(
+                    [(k, sorted(v) if isinstance(v, list) else v) for k, v in value.items()]
                 )
-            out["Condition"] = cond
-        statements.append(out)
-    return {"Version": args.get("version") or "2012-10-17", "Statement": statements}
+        elif key == "Condition" and isinstance(value, Mapping):
+            blocks: list[tuple[str, str, list[str]]] = []
+            for test, by_var in value.items():
+                for var, vals in (by_var or {}).items():
+                    if isinstance(vals, bool):
+                        vals = ["true" if vals else "false"]
+                    blocks.append((test, var, [vals] if isinstance(vals, str) else list(vals)))
+            value = _condition_set(blocks)
+        out[key] = value
+    return out
+
+
+def _merge(doc: dict[str, Any], new: dict[str, Any]) -> None:
+    if new.get("Id"):
+        doc["Id"] = new["Id"]
+    if str(new.get("Version") or "") > str(doc.get("Version") or ""):
+        doc["Version"] = new["Version"]
+    statements = doc.setdefault("Statement", [])
+    for statement in new.get("Statement") or []:
+        sid = statement.get("Sid")
+        at = next((i for i, s in enumerate(statements) if sid and s.get("Sid") == sid), None)
+        if at is None:
+            statements.append(statement)
+        else:
+            statements[at] = statement
+
+
+def _document_from_json(text: str, what: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise InvokeRefused(f"writing IAM Policy Document: merging {what}: {exc}") from exc
+    if not isinstance(parsed, Mapping):
+        raise InvokeRefused(f"writing IAM Policy Document: merging {what}: not a JSON object")
+    statements = _field(parsed, "Statement")
+    if isinstance(statements, Mapping):
+        statements = [statements]
+    return {
+        "Version": _field(parsed, "Version") or "",
+        "Id": _field(parsed, "Id") or "",
+        "Statement": [_statement_from_json(s) for s in statements or [] if isinstance(s, Mapping)],
+    }
+
+
+def policy_document_from_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The IAM policy document aws.iam.get_policy_document renders for these (wire) arguments;
+    raises InvokeRefused where the provider refuses them (duplicate Sids, malformed JSON)."""
+    merged: dict[str, Any] = {"Version": "", "Id": ""}
+    seen: set[str] = set()
+    for index, source in enumerate(_arg(args, "sourcePolicyDocuments") or []):
+        if source is None:
+            continue
+        doc = _document_from_json(source, f"source document {index}")
+        for number, statement in enumerate(doc["Statement"]):
+            sid = statement.get("Sid")
+            if sid and sid in seen:
+                raise InvokeRefused(
+                    f"writing IAM Policy Document: merging source document {index}: duplicate "
+                    f"Sid ({sid}) in source_policy_documents (statement {number}). Remove the "
+                    f"Sid or ensure Sids are unique.",
+                    "sourcePolicyDocuments",
+                )
+            if sid:
+                seen.add(sid)
+        _merge(merged, doc)
+    own: list[dict[str, Any]] = []
+    sids: set[str] = set()
+    for st in args.get("statements") or []:
+        sid = st.get("sid") or ""
+        if sid and sid in sids:
+            raise InvokeRefused(
+                f"writing IAM Policy Document: duplicate Sid ({sid}). Remove the Sid or ensure "
+                f"the Sid is unique.",
+                "statements",
+            )
+        if sid:
+            sids.add(sid)
+        own.append(_statement_from_args(st))
+    _merge(
+        merged,
+        {
+            "Version": args.get("version") or "2012-10-17",
+            "Id": _arg(args, "policyId") or "",
+            "Statement": own,
+        },
+    )
+    for index, override in enumerate(_arg(args, "overridePolicyDocuments") or []):
+        if override is not None:
+            _merge(merged, _document_from_json(override, f"override document {index}"))
+    out: dict[str, Any] = {}
+    for key in ("Version", "Id", "Statement"):
+        if merged.get(key):
+            out[key] = merged[key]
+    return out
+
+
+def _go_json(text: str) -> str:
+    """Go's encoding/json escapes these even inside strings."""
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+def render_policy_document(args: Mapping[str, Any]) -> tuple[str, str]:
+    """(`json`, `minified_json`) of aws.iam.get_policy_document for these arguments."""
+    doc = policy_document_from_args(args)
+    pretty = _go_json(json.dumps(doc, indent=2, ensure_ascii=False))
+    minified = _go_json(json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
+    return pretty, minified
+
+
+def _hashcode(text: str) -> str:
+    """The provider's id of a rendered document (`create.StringHashcode`: its CRC-32)."""
+    return str(zlib.crc32(text.encode()))

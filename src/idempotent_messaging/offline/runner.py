@@ -8,8 +8,13 @@ config_overrides=None, answers=None, package_paths=()) -> ProgramRun``
     ``callback(args, default_outputs) -> (id, outputs) | None``. ``package_paths`` are extra
     directories searched (after the checker's own packages, and after the program's own
     virtualenv) for the modules the program imports.
-    Raises ``ProgramError`` (``MissingPackageError`` for a module that is not installed) with
-    what failed, where in the user's program, and what to do.
+    Raises ``ProgramError`` (``MissingPackageError`` for a module that is not installed,
+    ``MissingConfigError`` for a ``config.require`` the stack does not set, with the Pulumi
+    CLI's own message, ``unknowns.UnsupportedError`` for what the engine cannot stand in for)
+    with what failed, where in the user's program, and what to do. Values only the cloud knows
+    reach the program as typed unknowns (``offline.unknowns``); the program's own modules run
+    with builtins that keep them unknown, and a conversion that loses one elsewhere is noted on
+    stderr.
 ``run_function(program, *, project, stack, preview=False, mocks=None, config=None)``
     The same engine for a program given as a Python callable (the infra tests' harness):
     returns ``(FunctionRun)`` with the recorded resources, component outputs and the
@@ -36,7 +41,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
 import pulumi
@@ -47,8 +52,9 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from ..rules.values import UNKNOWN
+from . import unknowns
 from .answers import ANSWERS_FILE_NAME, Answers, load_answers
-from .errors import MissingPackageError, ProgramError
+from .errors import MissingConfigError, MissingPackageError, ProgramError
 from .mocks import AwsMocks
 from .project import (
     STACK_TYPE,
@@ -62,6 +68,7 @@ from .project import (
 from .recorder import EngineCallError, RecordedResource, RecordingMonitor
 
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+_E = TypeVar("_E", bound=BaseException)
 
 
 @dataclass
@@ -198,7 +205,45 @@ def _engine_call_error(exc: BaseException) -> EngineCallError | None:
     return None
 
 
-def _program_failure(exc: BaseException, project: ProjectSpec, stack: str) -> ProgramError:
+def _cause_of(exc: BaseException, kind: type[_E]) -> _E | None:
+    """The first exception of `kind` in the chain of causes of `exc`."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, kind):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _config_missing(exc: BaseException) -> pulumi.ConfigMissingError | None:
+    return _cause_of(exc, pulumi.ConfigMissingError)
+
+
+def _program_failure(
+    exc: BaseException,
+    project: ProjectSpec,
+    stack: str,
+    provenance: Provenance | None = None,
+) -> ProgramError:
+    call_error = _engine_call_error(exc)
+    unsupported = _cause_of(exc, unknowns.UnsupportedError) or (
+        call_error.cause
+        if call_error is not None and isinstance(call_error.cause, unknowns.UnsupportedError)
+        else None
+    )
+    if unsupported is not None:
+        location = _user_frame(exc, project.directory)
+        if call_error is not None and call_error.where:
+            location = os.path.relpath(call_error.where, project.directory)
+        return unknowns.UnsupportedError(
+            unsupported.feature, f"{unsupported}{f' (at {location})' if location else ''}"
+        )
+    missing = _config_missing(exc)
+    if missing is not None:
+        # The Pulumi CLI refuses the stack with the SDK's own message: the same one here.
+        return MissingConfigError(missing.key, str(missing))
     engine_error = _engine_call_error(exc)
     if engine_error is not None and engine_error.where:
         where: str | None = os.path.relpath(engine_error.where, project.directory)
@@ -217,8 +262,17 @@ def _program_failure(exc: BaseException, project: ProjectSpec, stack: str) -> Pr
             f"`--package-path DIR` with a directory that holds it.",
         )
     detail = "".join(traceback.format_exception(exc)).rstrip()
+    handed = sorted(provenance.handed) if provenance is not None else []
+    hint = (
+        f"(the program read values only the cloud knows, unknown offline: "
+        f"{', '.join(handed[:6])}{', ...' if len(handed) > 6 else ''}; if it parsed one, pin "
+        f"the real value with --answers FILE; see docs/offline-engine.md)\n"
+        if handed
+        else ""
+    )
     return ProgramError(
         f"program {project.main} (stack {stack}) failed{at}: {type(exc).__name__}: {exc}\n"
+        f"{hint}"
         f"(the program raised under the offline engine; if it runs with `pulumi preview`, "
         f"the offline engine is at fault: report it with this traceback)\n{detail}"
     )
@@ -233,6 +287,25 @@ def _unknown_stack_output(self: pulumi.StackReference, name: Any) -> pulumi.Outp
     return pulumi.Output({self}, value, known, secret)
 
 
+@dataclass
+class Provenance:
+    """What a run did with values only the cloud knows (`offline.unknowns`)."""
+
+    handed: set[str] = field(default_factory=set)  # "token.field" given to the program
+    lost: list[tuple[str | None, int | None, str, str]] = field(default_factory=list)
+
+    def notes(self, project_dir: Path) -> list[str]:
+        out = []
+        for file, line, what, origin in dict.fromkeys(self.lost):
+            where = f"{os.path.relpath(file, project_dir)}:{line}" if file else "(unknown line)"
+            out.append(
+                f"note: {where}: {what} turned the unknown {origin} into its placeholder "
+                f"outside the program's own modules, so what derives from it is checked as "
+                f"that placeholder; pin the real value with --answers"
+            )
+        return out
+
+
 def _execute(
     body: Callable[[], Any],
     *,
@@ -244,8 +317,10 @@ def _execute(
     config: Mapping[str, str],
     secret_keys: Iterable[str] = (),
     unknown_stack_outputs: bool = True,
+    provenance: Provenance | None = None,
 ) -> None:
     """Run `body` as a Pulumi program in a fresh context, against `monitor`."""
+    provenance = provenance if provenance is not None else Provenance()
     # Another stack's outputs cannot be read offline: `require_output` must not fail the
     # program for that. They are unknown (callbacks over them do not run), or, when
     # `unknown_stack_outputs` is False, absent (None).
@@ -254,6 +329,8 @@ def _execute(
     )
 
     def execute() -> None:
+        unknowns.HANDED.set(provenance.handed)
+        unknowns.LOST.set(provenance.lost)
         pulumi.runtime.set_mocks(
             mocks, project=project, stack=stack, preview=preview, monitor=monitor
         )
@@ -263,6 +340,7 @@ def _execute(
         with (
             mock.patch.object(pulumi.StackReference, "get_output", get_output),
             mock.patch.object(pulumi.StackReference, "require_output", get_output),
+            unknowns.engine_patches(),
         ):
             try:
                 _sync_await(run_pulumi_func(body))
@@ -312,11 +390,20 @@ def run_program(
     effective: pulumi.runtime.Mocks = _HookedMocks(base, new_resource) if new_resource else base
 
     def program() -> None:
-        runpy.run_path(str(project.main), run_name="__main__")
+        # The program's own code runs with builtins that keep values only the cloud knows
+        # unknown through int()/float()/min()/max() (`offline.unknowns`).
+        runpy.run_path(
+            str(project.main),
+            init_globals={"__builtins__": unknowns.TRACKING_BUILTINS},
+            run_name="__main__",
+        )
 
     monitors: list[RecordingMonitor] = []
+    provenance = Provenance()
 
     def attempt(unknown_stack_outputs: bool) -> RecordingMonitor:
+        nonlocal provenance
+        provenance = Provenance()
         monitor = RecordingMonitor(effective, preview=preview)
         monitor.program_dir = project.directory
         monitors.append(monitor)
@@ -331,6 +418,7 @@ def run_program(
                 config=config.values,
                 secret_keys=config.secret_keys,
                 unknown_stack_outputs=unknown_stack_outputs,
+                provenance=provenance,
             )
         return monitor
 
@@ -364,7 +452,9 @@ def run_program(
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise _program_failure(exc, project, stack) from exc
+        raise _program_failure(exc, project, stack, provenance) from exc
+    for note in provenance.notes(project.directory):
+        print(note, file=sys.stderr)
     _link_components(monitor.recorded, project.directory)
     return ProgramRun(
         project,
@@ -416,6 +506,8 @@ def _program_environment(
         del sys.modules[n]
     modules_before = set(sys.modules)
     cwd, path0, argv = os.getcwd(), list(sys.path), list(sys.argv)
+    tracking = unknowns.tracking_imports(project.main.parent)
+    tracking.__enter__()
     try:
         os.chdir(project.directory)
         sys.path.insert(0, program_dir)
@@ -425,6 +517,7 @@ def _program_environment(
         sys.argv = [str(project.main)]
         yield
     finally:
+        tracking.__exit__(None, None, None)
         os.chdir(cwd)
         sys.path[:] = path0
         sys.argv = argv

@@ -190,11 +190,35 @@ def invoke_result(token: str, ctx: Context, args: dict[str, Any]) -> dict[str, A
 
 
 def coerce(value: Any, typ: Any) -> Any:
-    """An argument as the provider returns it (mocks see every number as a float)."""
+    """An argument (or a pinned answer) as the provider returns it, typed as the result class
+    declares: mocks see every number as a float, YAML answers may give `3` for a string or
+    `"true"` for a boolean, and the SDK's result classes refuse a value of another type."""
+    if isinstance(typ, tuple):
+        origin, args = typ
+        if origin in (list, collections.abc.Sequence, collections.abc.MutableSequence) and (
+            isinstance(value, list)
+        ):
+            return [coerce(v, args[0] if args else Any) for v in value]
+        if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping) and (
+            isinstance(value, dict)
+        ):
+            return {k: coerce(v, args[1] if len(args) > 1 else Any) for k, v in value.items()}
+        return value
+    if isinstance(typ, type) and hasattr(typ, "_pulumi_output_type") and isinstance(value, dict):
+        props = typed_properties(typ)
+        return {k: coerce(v, props[k].type) if k in props else v for k, v in value.items()}
+    if typ is bool and isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
     if typ is int and isinstance(value, float) and value.is_integer():
         return int(value)
+    if typ is int and isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     if typ is str and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(int(value) if float(value).is_integer() else value)
+    if typ is str and isinstance(value, bool):
+        return "true" if value else "false"
     return value
 
 
@@ -208,6 +232,59 @@ def _words(wire: str) -> list[str]:
 
 _MAP_KEY = re.compile(r'\w+\["([A-Za-z0-9_.-]+)"\]')
 _BASE64_PAIR = re.compile(r"base64.*`\w+:\w+`", re.S)
+
+
+# Struct key of an invoke result listing the fields the offline engine cannot know, with their
+# shapes (``offline.unknowns`` turns them into typed unknowns on the program's side).
+UNKNOWN_FIELDS_KEY = "__offlineUnknown"
+_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # Pulumi's unknown string
+
+
+def kinds_of(value: Any) -> Any:
+    """The shape of a plausible value, as ``offline.unknowns`` rebuilds it: "str", "int",
+    "float", "bool", [item shape], {key: shape}."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, list):
+        return [kinds_of(value[0])] if value else ["str"]
+    if isinstance(value, dict):
+        return {k: kinds_of(v) for k, v in value.items()}
+    return "str"
+
+
+def _parsed_string(wire: str, doc: str) -> bool:
+    """Strings programs parse (decode base64, carve a CIDR, load JSON, compare dates) keep a
+    well-formed placeholder text even when unknown."""
+    if "base64" in doc:
+        return True
+    words = _words(wire)
+    last = words[-1]
+    return (
+        "cidr" in words
+        or last in ("ip", "ips", "data", "certificate", "body", "json", "document", "policy")
+        or words[-2:] == ["ip", "address"]
+        or last in ("date", "time", "timestamp")
+        or wire.endswith(("At", "Date"))
+        or last in ("account", "owner")
+        or words[-2:] in (["account", "id"], ["owner", "id"])
+        or wire == "region"
+        or last == "region"
+    )
+
+
+def unknown_string(wire: str, ctx: Context, doc: str = "") -> str:
+    """The placeholder text of a string only the cloud knows: well-formed where programs parse
+    it, else carrying the unknown sentinel (so text built from it is unknown too)."""
+    if _parsed_string(wire, doc):
+        return plausible_string(wire, ctx, doc)
+    shaped = plausible_string(
+        wire, Context(ctx.service, _SENTINEL, ctx.region, ctx.account_id, ctx.kind), doc
+    )
+    return shaped if _SENTINEL in shaped else _SENTINEL
 
 
 def plausible_string(wire: str, ctx: Context, doc: str = "") -> str:
@@ -252,11 +329,25 @@ def plausible_string(wire: str, ctx: Context, doc: str = "") -> str:
     return f"{ctx.name}-{'-'.join(words)}"
 
 
-def plausible(prop: Prop, wire: str, ctx: Context, depth: int) -> Any:
+def invoke_placeholders(token: str, ctx: Context) -> dict[str, Any] | None:
+    """Every field of the data source's result type as a placeholder for a value only the
+    cloud knows (strings as `unknown_string`). None when the result type is not known."""
+    cls = invoke_result_class(token)
+    if cls is None:
+        return None
+    return {
+        wire: plausible(prop, wire, ctx, 0, unknown=True)
+        for wire, prop in typed_properties(cls).items()
+    }
+
+
+def plausible(prop: Prop, wire: str, ctx: Context, depth: int, unknown: bool = False) -> Any:
     if depth > _MAX_DEPTH:
         return None
     typ = prop.type
     if typ is str:
+        if unknown:
+            return unknown_string(wire, ctx, prop.doc)
         return plausible_string(wire, ctx, prop.doc)
     if typ is bool:
         return False
@@ -268,20 +359,29 @@ def plausible(prop: Prop, wire: str, ctx: Context, depth: int) -> Any:
         origin, args = typ
         if origin in (list, collections.abc.Sequence, collections.abc.MutableSequence):
             item = Prop(args[0] if args else Any, prop.doc)
-            return [plausible(item, wire, ctx, depth + 1)]
+            return [plausible(item, wire, ctx, depth + 1, unknown)]
         if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
             # Keys the SDK's description shows (`uris["GRAPHQL"]`): programs index by them.
             value = Prop(args[1] if len(args) > 1 else str, "")
             return {
-                key: plausible(value, key, ctx, depth + 1)
+                key: plausible(value, key, ctx, depth + 1, unknown)
                 for key in dict.fromkeys(_MAP_KEY.findall(prop.doc))
             }
         return None
     if isinstance(typ, type) and hasattr(typ, "_pulumi_output_type"):
         return {
-            sub: plausible(sub_prop, sub, ctx, depth + 1)
+            sub: plausible(sub_prop, sub, ctx, depth + 1, unknown)
             for sub, sub_prop in typed_properties(typ).items()
         }
     if typ is Any or typ is dict:
         return {}
     return None
+
+
+def coerce_result(token: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Result fields typed as the data source's result class declares them."""
+    cls = invoke_result_class(token)
+    if cls is None:
+        return result
+    props = typed_properties(cls)
+    return {k: coerce(v, props[k].type) if k in props else v for k, v in result.items()}

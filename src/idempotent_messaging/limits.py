@@ -18,6 +18,7 @@ AWS_DEFAULT_BATCHING_WINDOW_S = 0
 # --- AWS limits ---------------------------------------------------------------------------------
 SQS_MIN_RETENTION_S = 60
 SQS_MAX_RETENTION_S = 14 * 24 * 3600  # 1209600 s
+SQS_MAX_MESSAGE_BYTES = 1_048_576  # MaximumMessageSize: 1,024 .. 1,048,576 (1 MiB)
 SQS_MAX_VISIBILITY_TIMEOUT_S = 12 * 3600  # 43200 s
 SQS_MAX_BATCHING_WINDOW_S = 300
 SQS_MAX_BATCH_SIZE_STANDARD = 10_000

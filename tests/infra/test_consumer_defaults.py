@@ -151,6 +151,8 @@ def test_function_environment_uses_the_runtime_constants(default_run: Run) -> No
         env.STATE_TTL_ATTRIBUTE: "ttl",
         env.CLAIM_TTL_SECONDS: str(90 * 24 * 3600),
         env.DLQ_URL: dlq.outputs["url"],
+        # The DLQ's MaximumMessageSize (the largest SQS allows): DLQ copies are sized to it.
+        env.DLQ_MAX_MESSAGE_BYTES: str(int(dlq.inputs["maxMessageSize"])),
         env.SOURCE_QUEUE_FIFO: "false",
         env.SOURCE_RETENTION_SECONDS: str(4 * 24 * 3600),
         env.DLQ_RETENTION_SECONDS: str(14 * 24 * 3600),
@@ -162,6 +164,13 @@ def test_function_environment_uses_the_runtime_constants(default_run: Run) -> No
         env.POWERTOOLS_METRICS_NAMESPACE: "IdempotentMessaging",
         env.POWERTOOLS_TRACE_DISABLED: "true",
     }
+
+
+def test_the_dlq_holds_the_largest_message_sqs_allows(default_run: Run) -> None:
+    """SQS: MaximumMessageSize is 1,024 .. 1,048,576 bytes; a DLQ no smaller than its source
+    (whatever the source's) keeps every copy of a source message with the reason attributes."""
+    dlq = default_run.one("aws:sqs/queue:Queue", "orders-queue-dlq")
+    assert dlq.inputs["maxMessageSize"] == limits.SQS_MAX_MESSAGE_BYTES == 1_048_576
 
 
 def test_state_table_name_is_among_the_policy_packs_idempotency_env_vars() -> None:

@@ -254,6 +254,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             env.STATE_TTL_ATTRIBUTE: args.state_ttl_attribute,
             env.CLAIM_TTL_SECONDS: str(args.claim_ttl_seconds),
             env.DLQ_URL: dlq.url,
+            env.DLQ_MAX_MESSAGE_BYTES: str(limits.SQS_MAX_MESSAGE_BYTES),
             env.SOURCE_QUEUE_FIFO: "true" if args.fifo else "false",
             env.SOURCE_RETENTION_SECONDS: str(args.message_retention_seconds),
             env.DLQ_RETENTION_SECONDS: str(args.dlq_message_retention_seconds),

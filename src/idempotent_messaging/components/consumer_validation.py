@@ -37,6 +37,7 @@ RESERVED_ENV_KEYS = frozenset(
         env.BUSINESS_TABLE,
         env.NOTIFICATION_TOPIC_ARN,
         env.DLQ_URL,
+        env.DLQ_MAX_MESSAGE_BYTES,
         env.SOURCE_QUEUE_FIFO,
         env.SOURCE_RETENTION_SECONDS,
         env.DLQ_RETENTION_SECONDS,

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from idempotent_messaging import limits
+
 from . import iam
 from .protection import ROLE_DEAD_LETTER_QUEUE, ROLE_SOURCE_QUEUE, data_options, data_tags
 
@@ -87,6 +89,9 @@ def create_queue_pair(
         f"{resource_name}-dlq",
         name=physical_queue_name(f"{spec.queue_name}-dlq", spec.fifo),
         message_retention_seconds=spec.dlq_message_retention_seconds,
+        # The largest SQS allows, so never smaller than the source's: a copy of any source
+        # message still fits with the runtime's reason attributes (SQS counts them).
+        max_message_size=limits.SQS_MAX_MESSAGE_BYTES,
         # Quarantined and redriven messages are handled by people and tools, not Lambda.
         visibility_timeout_seconds=spec.visibility_timeout_seconds,
         tags=data_tags(tags, spec.dlq_role, protect_data=spec.protect_data),

@@ -17,7 +17,12 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from idempotent_messaging.runtime.clients import cached_client, reset_clients
+from idempotent_messaging.runtime.clients import (
+    CONNECT_TIMEOUT_S,
+    cached_client,
+    invocation_deadline,
+    reset_clients,
+)
 from idempotent_messaging.runtime.env import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 
 from . import env
@@ -36,9 +41,13 @@ logger = Logger(service=os.environ.get(POWERTOOLS_SERVICE_NAME) or DEFAULT_SERVI
 metrics = Metrics()
 
 
-# botocore's default timeouts (60 s): a manifest chunk or a scan page may take longer than
-# the consumer runtime's 5 s read timeout allows.
-BOTOCORE_DEFAULT_TIMEOUT_S = 60
+# A manifest chunk or a scan page may take longer than the consumer runtime's 5 s read timeout
+# allows: 20 s per socket read. Connecting takes what it takes the runtime (2 s). A call starts
+# only when a connect timeout (and, with a botocore that cannot cut one request's read timeout,
+# a whole read timeout) still fits before the invocation's deadline
+# (runtime.clients.invocation_deadline): 2 + 20 s + the 1 s margin stay within the default
+# 60 s time reserve, so the hand-off to a continuation always gets its call.
+READ_TIMEOUT_S = 20
 MAX_ATTEMPTS = 6  # botocore retries throttled scans and sends itself: 1 call + 5 retries
 
 
@@ -49,8 +58,8 @@ def _client(service: str, settings: Settings) -> Any:
         service,
         max_attempts=MAX_ATTEMPTS,
         max_pool_connections=settings.send_concurrency + settings.segment_concurrency + 4,
-        connect_timeout=BOTOCORE_DEFAULT_TIMEOUT_S,
-        read_timeout=BOTOCORE_DEFAULT_TIMEOUT_S,
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=READ_TIMEOUT_S,
     )
 
 
@@ -69,15 +78,31 @@ def _source(settings: Settings) -> ItemSource:
 def _remaining_ms(context: Any) -> Any:
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         return context.get_remaining_time_in_millis
-    return lambda: 15 * 60 * 1000  # a local/manual call without a context: Lambda's maximum
+    return None
+
+
+LAMBDA_MAX_MS = 15 * 60 * 1000  # a local/manual call without a context: Lambda's maximum
 
 
 def run(event: Any, context: Any, settings: Settings | None = None) -> dict[str, Any]:
-    """The handler without Powertools decorators (what tests and the ops CLI call)."""
+    """The handler without Powertools decorators (what tests and the ops CLI call). Every AWS
+    call ends before the invocation's timeout (``invocation_deadline``, from the same first
+    reading of the remaining time as the budget)."""
     settings = settings or Settings.from_env()
+    remaining = _remaining_ms(context)
+    start_ms = remaining() if remaining is not None else None  # the one first reading
+    with invocation_deadline(None, remaining_ms=start_ms):  # None: no context, no deadline
+        budget = Budget.starting_with(
+            remaining or (lambda: LAMBDA_MAX_MS),
+            settings.time_reserve_ms,
+            LAMBDA_MAX_MS if start_ms is None else start_ms,
+        )
+        return _run(event, settings, budget)
+
+
+def _run(event: Any, settings: Settings, budget: Budget) -> dict[str, Any]:
     tz = timezone(settings.schedule_timezone)
     sqs = _client("sqs", settings)
-    budget = Budget.starting_now(_remaining_ms(context), settings.time_reserve_ms)
     with ThreadPoolExecutor(settings.send_concurrency, thread_name_prefix="send") as pool:
         dispatcher = Dispatcher(
             source=_source(settings),

@@ -9,6 +9,7 @@ every unfinished segment to a continuation message before returning.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import threading
@@ -49,7 +50,15 @@ class Budget:
         """The reserve is at most a quarter of the time this invocation starts with: an
         invocation always uses three quarters of its time, so a caller with a short budget
         (a local or test call) still makes progress instead of handing everything off."""
-        return cls(remaining_ms, min(reserve_ms, remaining_ms() // 4))
+        return cls.starting_with(remaining_ms, reserve_ms, remaining_ms())
+
+    @classmethod
+    def starting_with(
+        cls, remaining_ms: Callable[[], int], reserve_ms: int, start_ms: float
+    ) -> Budget:
+        """``starting_now`` with the invocation's first reading already taken (the same one
+        that sets the deadline of its AWS calls)."""
+        return cls(remaining_ms, min(reserve_ms, int(start_ms) // 4))
 
     def low(self) -> bool:
         return self.remaining_ms() < self.reserve_ms
@@ -252,7 +261,10 @@ class Dispatcher:
         results: dict[int, str] = {}
         workers = max(1, min(self._segment_concurrency, len(segments)))
         with ThreadPoolExecutor(workers, thread_name_prefix="segment") as pool:
-            futures = {s.index: pool.submit(one, s) for s in segments}
+            # Each thread runs in a copy of this context: the invocation's deadline included.
+            futures = {
+                s.index: pool.submit(contextvars.copy_context().run, one, s) for s in segments
+            }
             for index, future in futures.items():
                 try:
                     results[index] = future.result()

@@ -30,7 +30,18 @@ BODY_CURRENCY = "currency"
 
 
 class InvalidItem(ValueError):
-    """A billable item that cannot become a charge (named field, value, rule)."""
+    """A billable item that cannot become a charge. ``str()`` names the field, the value and
+    the rule (for the caller that has the item in hand); ``reason`` is what may be logged or
+    stored: the field and the rule, never the value (amounts and ids are business data)."""
+
+    def __init__(self, field: str, value: object, rule: str) -> None:
+        super().__init__(f"{field}={value!r}: {rule}")
+        self.field = field
+        self.rule = rule
+
+    @property
+    def reason(self) -> str:
+        return f"{self.field}: {self.rule}"
 
 
 def validate_month(month: object) -> str:
@@ -46,8 +57,10 @@ def validate_month(month: object) -> str:
 def validate_id(field: str, value: object) -> str:
     if not isinstance(value, str) or not _ID_RE.match(value):
         raise InvalidItem(
-            f"{field}={value!r}: must be 1..100 characters, letters, digits or punctuation "
-            "other than ':' and '#' (they separate the parts of the idempotency key)"
+            field,
+            value,
+            "must be 1..100 characters, letters, digits or punctuation other than ':' and '#' "
+            "(they separate the parts of the idempotency key)",
         )
     return value
 
@@ -82,11 +95,11 @@ class BillableItem:
         tenant = validate_id(BODY_TENANT, tenant_id)
         employee = validate_id(BODY_EMPLOYEE, employee_id)
         if isinstance(amount, bool) or not isinstance(amount, int):
-            raise InvalidItem(f"amount={amount!r}: must be an integer number of minor units")
+            raise InvalidItem(BODY_AMOUNT, amount, "must be an integer number of minor units")
         if not 0 <= amount <= MAX_AMOUNT_MINOR:
-            raise InvalidItem(f"amount={amount!r}: must be between 0 and {MAX_AMOUNT_MINOR}")
+            raise InvalidItem(BODY_AMOUNT, amount, f"must be between 0 and {MAX_AMOUNT_MINOR}")
         if not isinstance(currency, str) or not _CURRENCY_RE.match(currency):
-            raise InvalidItem(f"currency={currency!r}: must be an ISO 4217 code such as 'JPY'")
+            raise InvalidItem(BODY_CURRENCY, currency, "must be an ISO 4217 code such as 'JPY'")
         return cls(tenant, employee, amount, currency)
 
 

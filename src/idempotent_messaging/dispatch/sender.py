@@ -8,6 +8,7 @@ sender faults (a malformed entry) are permanent and fail the page at once.
 
 from __future__ import annotations
 
+import contextvars
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -75,8 +76,10 @@ class WorkQueueSender:
 
     def send(self, messages: Sequence[ChargeMessage]) -> SendStats:
         """Send every message or raise SendFailed (after all batches have settled)."""
+        # Each batch runs in a copy of this context: the invocation's deadline included.
         futures: list[Future[SendStats]] = [
-            self._executor.submit(self._send_batch, batch) for batch in pack(messages)
+            self._executor.submit(contextvars.copy_context().run, self._send_batch, batch)
+            for batch in pack(messages)
         ]
         total = SendStats()
         errors: list[BaseException] = []

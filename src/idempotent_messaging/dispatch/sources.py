@@ -20,7 +20,9 @@ Cursor = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
-    """An item the source holds but that cannot be charged (logged by key, never by amount)."""
+    """An item the source holds but that cannot be charged: logged by its key (``ref``: the
+    table's tenant/employee, a manifest line's byte offset) and the rule it broke (``reason``:
+    field and rule, never the value)."""
 
     ref: str
     reason: str
@@ -88,7 +90,7 @@ class DynamoDBAccountsSource:
             try:
                 items.append(_item_from_dynamodb(raw))
             except InvalidItem as exc:
-                rejected.append(Rejected(_ref(raw), str(exc)))
+                rejected.append(Rejected(_ref(raw), exc.reason))
         last = response.get("LastEvaluatedKey")
         return Page(items, {"last_evaluated_key": last} if last else None, rejected)
 
@@ -102,7 +104,7 @@ def _ref(raw: Mapping[str, Any]) -> str:
 def _item_from_dynamodb(raw: Mapping[str, Any]) -> BillableItem:
     amount_attr = raw.get("amount", {})
     if "N" not in amount_attr:
-        raise InvalidItem(f"amount={amount_attr!r}: must be a number (N) of minor units")
+        raise InvalidItem("amount", amount_attr, "must be a number (N) of minor units")
     text = amount_attr["N"]
     try:
         amount: object = int(text)
@@ -263,7 +265,7 @@ class S3ManifestSource:
                     )
                 )
             except InvalidItem as exc:
-                rejected.append(Rejected(f"byte {line_offset}", str(exc)))
+                rejected.append(Rejected(f"byte {line_offset}", exc.reason))
         next_offset = offset + min(pos, len(data))
         done = next_offset >= seg_end or next_offset >= size
         return Page(items, None if done else {"offset": next_offset}, rejected)

@@ -50,10 +50,25 @@ The patch executes the narrow forms the runtime sends, directly on moto's table:
   conditions, so the runtime must (and does) read it.
 
 Any other statement goes to moto unchanged.
+
+SQS ``SendMessageBatch`` (the DLQ copies of the consumer runtime, the dispatcher's work queue):
+
+10. moto sizes a batch by the characters of its bodies alone; SQS counts, per message, the body
+    and every message attribute's name, data type and value (UTF-8 bytes; binary values as
+    sent), and refuses the whole call when one message exceeds the queue's
+    ``MaximumMessageSize`` or the sum exceeds 1 MiB ("The maximum allowed individual message
+    size and the maximum total payload size (the sum of the individual lengths of all of the
+    batched messages) are both 1 MiB"; "All parts of the message attribute, including Name,
+    Type, and Value, are part of the message size restriction", SQS API reference,
+    SendMessageBatch and MessageAttributeValue). The patch measures each entry that way before
+    moto's own checks run (its stock-moto gap test: tests/integration/
+    test_runtime_audit2_limits_dlq.py).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import threading
 from collections.abc import Iterator
@@ -64,6 +79,8 @@ from typing import Any
 from moto.dynamodb.exceptions import MockValidationException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue
+from moto.sqs.models import SQSBackend
 
 MAX_STATEMENTS = 25
 """BatchExecuteStatement: 1-25 statements per call."""
@@ -93,7 +110,11 @@ _FIELD = re.compile(r"\s*'((?:[^']|'')*)'\s*:\s*\?\s*(?:,|$)")
 _EQUALS = re.compile(r'^"([^"]+)"\s*=\s*\?$')
 _AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
 
+SQS_MAX_BATCH_BYTES = 1_048_576
+"""SendMessageBatch: the sum of the entries' sizes (body + attributes) is at most 1 MiB."""
+
 _original_batch_execute = DynamoDBBackend.batch_execute_statement
+_original_send_message_batch = SQSBackend.send_message_batch
 _originals = {name: getattr(DynamoDBBackend, name) for name in WRITES}
 _lock = threading.Lock()
 _write_lock = threading.RLock()  # re-entrant: a batch statement falls back to moto's own writes
@@ -242,8 +263,52 @@ def _serialised(write: Any) -> Any:
     return locked
 
 
+def _utf8(text: Any) -> int:
+    return len(str(text).encode("utf-8", "surrogatepass"))
+
+
+def _binary_length(value: Any) -> int:
+    """A BinaryValue as the backend holds it: base64 text (JSON protocol) or bytes."""
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    try:
+        return len(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError):
+        return _utf8(value)
+
+
+def sqs_message_size(entry: dict[str, Any]) -> int:
+    """The bytes SQS counts for one message: its body plus, per message attribute, the name,
+    the data type and the value (item 10 above)."""
+    size = _utf8(entry.get("MessageBody") or "")
+    for name, value in (entry.get("MessageAttributes") or {}).items():
+        size += _utf8(name) + _utf8(value.get("DataType") or "")
+        if value.get("StringValue") is not None:
+            size += _utf8(value["StringValue"])
+        if value.get("BinaryValue") is not None:
+            size += _binary_length(value["BinaryValue"])
+    return size
+
+
+def _send_message_batch(
+    self: SQSBackend, queue_name: str, entries: dict[str, dict[str, Any]]
+) -> Any:
+    queue = self.get_queue(queue_name)
+    limit = int(queue.maximum_message_size)  # type: ignore[attr-defined]
+    sizes = [sqs_message_size(entry) for entry in entries.values()]
+    for size in sizes:
+        if size > limit:
+            raise InvalidParameterValue(
+                "One or more parameters are invalid. Reason: Message must be shorter than "
+                f"{limit} bytes."
+            )
+    if sum(sizes) > SQS_MAX_BATCH_BYTES:
+        raise BatchRequestTooLong(sum(sizes))
+    return _original_send_message_batch(self, queue_name, entries)
+
+
 def install() -> None:
-    """Patch moto's DynamoDB backend (process-wide, idempotent)."""
+    """Patch moto's DynamoDB and SQS backends (process-wide, idempotent)."""
     global _installed
     with _lock:
         for name, original in _originals.items():
@@ -251,6 +316,7 @@ def install() -> None:
                 _batch_execute_statement if name == "batch_execute_statement" else original
             )
             setattr(DynamoDBBackend, name, _serialised(replacement))
+        SQSBackend.send_message_batch = _send_message_batch  # type: ignore[method-assign]
         _installed = True
 
 
@@ -259,6 +325,7 @@ def uninstall() -> None:
     with _lock:
         for name, original in _originals.items():
             setattr(DynamoDBBackend, name, original)
+        SQSBackend.send_message_batch = _original_send_message_batch  # type: ignore[method-assign]
         _installed = False
 
 

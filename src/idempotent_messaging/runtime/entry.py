@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from idempotent_messaging.runtime.clients import invocation_deadline
 from idempotent_messaging.runtime.observability import logger, metrics
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ def lambda_handler(consumer: Consumer) -> Handler:
 
     Local drivers (tests, the embedded emulator) may pass ``context=None`` or a partial object:
     then the context keys are simply not logged, instead of Powertools failing the whole batch.
+
+    Every AWS call of the invocation ends before the function's timeout
+    (``clients.invocation_deadline``: remaining time less a margin; a call refused for lack of
+    time fails the records it serves, for redelivery).
     """
 
     @logger.inject_lambda_context(clear_state=True)
@@ -33,9 +38,10 @@ def lambda_handler(consumer: Consumer) -> Handler:
         return consumer.handle(event, context)
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if all(hasattr(context, field) for field in _CONTEXT_FIELDS):
-            return with_context(event, context)
-        return without_context(event, context)
+        with invocation_deadline(context):
+            if all(hasattr(context, field) for field in _CONTEXT_FIELDS):
+                return with_context(event, context)
+            return without_context(event, context)
 
     handler.__doc__ = f"Lambda entry point of the {consumer.namespace!r} consumer."
     return handler

@@ -15,6 +15,9 @@ CLAIM_TTL_SECONDS = "CLAIM_TTL_SECONDS"  # lifetime of a claim record
 BUSINESS_TABLE = "BUSINESS_TABLE"  # name of the business table (optional)
 NOTIFICATION_TOPIC_ARN = "NOTIFICATION_TOPIC_ARN"  # SNS topic for notifications (optional)
 DLQ_URL = "DLQ_URL"  # dead-letter queue for quarantine
+# The DLQ's MaximumMessageSize in bytes (1,024 .. 1,048,576): DLQ copies are sized against it
+# (quarantine.dlq_limits; unset: copies fitted to 1 MiB, sent in batches of <= 256 KiB).
+DLQ_MAX_MESSAGE_BYTES = "DLQ_MAX_MESSAGE_BYTES"
 SOURCE_QUEUE_FIFO = "SOURCE_QUEUE_FIFO"  # "true" when the source queue is FIFO
 SOURCE_RETENTION_SECONDS = "SOURCE_RETENTION_SECONDS"
 DLQ_RETENTION_SECONDS = "DLQ_RETENTION_SECONDS"
@@ -43,6 +46,12 @@ DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
 # --- Claim status values (exactly two) ---------------------------------------------------------
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
+
+# --- The event's first-seen time, carried from copy to copy -----------------------------------
+# A DLQ copy (runtime quarantine) and a redriven message (ops redrive) are NEW SQS messages with
+# a fresh SentTimestamp and retention: this message attribute (epoch milliseconds, Number)
+# carries the earliest time the event was seen, so a copy older than its claim can be refused.
+FIRST_SEEN_ATTRIBUTE = "idempotent-messaging.first-seen"
 
 # --- Remaining-time guard ---------------------------------------------------------------------
 # Stop starting AWS calls when less than this many milliseconds of Lambda time remain.

@@ -2,11 +2,18 @@
 
 Log lines carry messageId, event id, group id, receive count, outcome, failure class, attempts
 and a reason that never quotes message content. The body is never logged.
+
+Every line stays under CloudWatch Logs' 256 KB per event (PutLogEvents: "Each log event can be
+no larger than 256 KB"; 1 MB is the hard limit, 26 bytes of overhead each) for any batch the
+component allows (10,000 records on a standard queue): the processed summary is split into
+parts of at most ``SUMMARY_PART_BYTES`` of records, and a logged text is cut at
+``MAX_FIELD_CHARS``.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import os
 from collections import Counter
@@ -21,6 +28,15 @@ from idempotent_messaging.runtime import env
 DEFAULT_SERVICE = "idempotent-consumer"
 # Without a namespace Powertools refuses to flush and the exception would fail the whole batch.
 DEFAULT_METRICS_NAMESPACE = "IdempotentMessaging"
+MAX_LOG_EVENT_BYTES = 256_000
+"""CloudWatch Logs' design limit for one event ("256 KB", read as the smaller 256,000 bytes)."""
+SUMMARY_PART_BYTES = 128 * 1024
+"""Records listed on one processed line, as JSON with every non-ASCII character escaped (more
+than Powertools writes): half the event limit, the rest for the line's own keys (service,
+Lambda context, keys a consumer appends)."""
+MAX_FIELD_CHARS = 2_048
+"""A logged text (a reason quoting a plug-in's error, an AWS message) is cut to this many
+characters; ids are far shorter (event id <= 512, message id <= 100, group id <= 128)."""
 
 logger = Logger(service=os.environ.get(env.POWERTOOLS_SERVICE_NAME) or DEFAULT_SERVICE)
 metrics = Metrics(
@@ -76,16 +92,52 @@ def record_outcomes(outcomes: Sequence[tuple[Outcome, dict[str, Any]]]) -> None:
             for line in processed:
                 logger.debug(f"record {Outcome.PROCESSED}", extra=line)
         records = [{k: v for k, v in line.items() if k != "outcome"} for line in processed]
-        logger.info(
-            f"{len(processed)} record(s) {Outcome.PROCESSED}",
-            extra={"outcome": str(Outcome.PROCESSED), "count": len(records), "records": records},
-        )
+        parts = _parts(records)
+        for number, part in enumerate(parts, start=1):
+            where = f" (part {number} of {len(parts)})" if len(parts) > 1 else ""
+            logger.info(
+                f"{len(part)} record(s) {Outcome.PROCESSED}{where}",
+                extra={
+                    "outcome": str(Outcome.PROCESSED),
+                    "count": len(part),
+                    "records": part,
+                    "part": number,
+                    "parts": len(parts),
+                    "batch_count": len(records),
+                },
+            )
     for outcome, count in Counter(outcome for outcome, _ in outcomes).items():
         metrics.add_metric(name=str(outcome), unit=MetricUnit.Count, value=count)
 
 
+def _parts(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The processed records in batch order, split so that each part's records take at most
+    ``SUMMARY_PART_BYTES`` (each line lists its own records' message and event ids)."""
+    parts: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    size = 0
+    for record in records:
+        # ensure_ascii: \uXXXX for every non-ASCII character, an upper bound of its UTF-8 bytes.
+        n = len(json.dumps(record, default=str)) + 1
+        if current and size + n > SUMMARY_PART_BYTES:
+            parts.append(current)
+            current, size = [], 0
+        current.append(record)
+        size += n
+    if current:
+        parts.append(current)
+    return parts
+
+
+def bounded(value: Any) -> Any:
+    """A text cut at ``MAX_FIELD_CHARS``, saying how much was cut; anything else unchanged."""
+    if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+        return f"{value[:MAX_FIELD_CHARS]}... [{len(value) - MAX_FIELD_CHARS} characters cut]"
+    return value
+
+
 def _fields(outcome: Outcome, fields: dict[str, Any]) -> dict[str, Any]:
-    extra = {k: v for k, v in fields.items() if v is not None}
+    extra = {k: bounded(v) for k, v in fields.items() if v is not None}
     extra["outcome"] = str(outcome)
     return extra
 

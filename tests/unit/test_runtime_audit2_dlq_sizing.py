@@ -169,3 +169,13 @@ def test_every_copy_and_every_batch_fits_as_sqs_counts_it(
             assert size <= limit
             total += size
         assert total <= min(limit, moto_patches.SQS_MAX_BATCH_BYTES)
+
+
+def test_sqs_batch_refusals_are_permanent_in_both_code_forms() -> None:
+    """SQS's JSON protocol reports query-compatible codes (x-amzn-query-error), which botocore
+    surfaces as "AWS.SimpleQueueService.<Code>"; the bare form is the query protocol's."""
+    from idempotent_messaging.runtime import errors
+
+    for code in ("BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong"):
+        assert code in errors.PERMANENT_ERROR_CODES
+    assert "AWS.SimpleQueueService.TooManyEntriesInBatchRequest" in errors.PERMANENT_ERROR_CODES

@@ -40,6 +40,9 @@ class PoisonKind(enum.StrEnum):
     RETRIES_EXHAUSTED = "retries_exhausted"
     """It failed (transiently or unexpectedly) on its last receive: SQS would dead-letter it
     with no reason, so it is quarantined with the failure that exhausted it."""
+    BEYOND_DEDUP_HORIZON = "beyond_dedup_horizon"
+    """A copy first seen longer ago than its claim is kept (the claim TTL): its claim may be
+    gone although its effect was applied, so it is never applied (again) silently."""
     NOTIFICATION_OWED = "notification_owed"
     """The business write WAS applied; SNS refused the notification for good. The claim stays
     ``pending``: a redrive after the fix (or ``python -m idempotent_messaging.ops owed``)
@@ -107,6 +110,12 @@ TRANSIENT_ERROR_CODES = frozenset(
         "KMS.ThrottlingException",
     }
 )
+_SQS_BATCH_REFUSALS = (
+    "BatchRequestTooLong",
+    "BatchEntryIdsNotDistinct",
+    "InvalidBatchEntryId",
+    "TooManyEntriesInBatchRequest",
+)
 # Codes that say this request can never succeed as sent.
 PERMANENT_ERROR_CODES = frozenset(
     {
@@ -115,10 +124,10 @@ PERMANENT_ERROR_CODES = frozenset(
         "InvalidParameterValue",
         # SNS (Publish/PublishBatch): the request as built can never be accepted.
         "InvalidParameter",
-        "BatchRequestTooLong",
-        "BatchEntryIdsNotDistinct",
-        "InvalidBatchEntryId",
-        "TooManyEntriesInBatchRequest",
+        *_SQS_BATCH_REFUSALS,
+        # SQS over its JSON protocol: botocore reports the query-compatible code
+        # (x-amzn-query-error), e.g. "AWS.SimpleQueueService.BatchRequestTooLong".
+        *(f"AWS.SimpleQueueService.{code}" for code in _SQS_BATCH_REFUSALS),
     }
 )
 # TransactionCanceledException reasons (one per transaction item, in order).

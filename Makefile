@@ -9,10 +9,10 @@ STAMP  := $(VENV)/.installed
 STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(shell grep -L '^ *aws:endpoints:' Pulumi.*.yaml)))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint test unit policy stacks docs demo bench run-month dist lock clean
+.PHONY: help install lint test unit policy stacks docs demo bench bench-chart run-month dist lock clean
 
 help: ## Show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.lock pyproject.toml
 	@echo "== install: .venv from requirements.lock (about 2 minutes on a fresh machine)"
@@ -42,9 +42,10 @@ policy: install ## Offline policy check of every stage, as `pulumi up` and as `p
 	  done; \
 	done
 
-docs: install ## Regenerate docs/policy.md's rule table (from the rules) and docs/bench.md's tables (from bench/results.json)
+docs: install ## Regenerate docs/policy.md's rule table (from the rules) and docs/bench.md's tables and cost chart (from bench/results.json)
 	$(BIN)/python -m idempotent_messaging.rules.catalogue --write docs/policy.md
 	$(BIN)/python -m bench.readme
+	$(BIN)/python -m bench.chart
 
 test: lint policy ## The whole suite: lint, policy check, pytest (about 10 minutes on 2 cores, install included)
 	@echo "== pytest: the whole suite, one worker per core (about 5 minutes on 2 cores)"
@@ -55,6 +56,9 @@ demo: install ## The main job: deploy the dev stack onto an embedded AWS emulato
 
 bench: install ## Benchmarks against the embedded emulator; writes bench/results.json (QUICK=1: small sizes)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+
+bench-chart: install ## Draw docs/bench-cost.svg (where each implementation's $ goes) and its table in docs/bench.md from bench/results.json
+	$(BIN)/python -m bench.chart
 
 run-month: install ## Invoke the monthly dispatcher: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]
 	@test -n "$(MONTH)" || { echo "usage: make run-month MONTH=YYYY-MM [STACK=dev] [TARGET=aws|emulator]"; exit 2; }

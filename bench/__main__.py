@@ -518,7 +518,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--render-from",
         type=Path,
-        help="measure nothing: re-print the table of a stored results JSON and store it back",
+        help="measure nothing: re-print the table of a stored results JSON against the current "
+        "targets and store it back",
     )
     parser.add_argument(
         "--model-inputs",
@@ -548,13 +549,26 @@ def _model_meta(path: Path, inputs: ModelInputs) -> dict[str, Any]:
 
 
 def rerender(path: Path) -> int:
-    """Print a stored run's table again with the current rendering (same measurements)."""
+    """Print a stored run's table again with the current rendering and the current targets
+    (same measurements: `report.retarget`); the committed results regenerate docs/bench.md."""
     results = json.loads(path.read_text())
-    targets = [Target.from_dict(t) for t in results["targets"]]
+    targets = report.retarget(results)
+    results["targets"] = [t.as_dict() for t in targets]
     results["table"] = render(results, targets)
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(results["table"])
+    if path.resolve() == RESULTS:
+        _regenerate_docs(path)
     return 0
+
+
+def _regenerate_docs(path: Path) -> None:
+    """docs/bench.md's tables and docs/bench-cost.svg are generated from the committed results."""
+    from bench import chart, readme
+
+    readme.main([])
+    chart.main([])
+    print(f"(docs/bench.md tables and docs/bench-cost.svg regenerated from {path})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -611,10 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     print(f"\n(total {results['total_seconds']} s; results in {args.output})")
     if args.output.resolve() == RESULTS and {"consumer", "dispatch"} <= selected:
-        from bench import readme
-
-        readme.main([])  # docs/bench.md's table is generated from the committed results
-        print(f"(docs/bench.md benchmark table regenerated from {args.output})")
+        _regenerate_docs(args.output)
     return 0
 
 

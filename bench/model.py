@@ -254,6 +254,30 @@ def _billed(usage: Mapping[str, Mapping[str, Any]], service: str) -> int:
     )
 
 
+# The parts of `consumer_cost`, grouped by the AWS service that bills them (the cost chart's
+# segments, docs/bench.md "Where the money goes"). Every part belongs to exactly one service.
+SERVICES: Mapping[str, tuple[str, ...]] = {
+    "dynamodb": ("dynamodb_write", "dynamodb_read"),
+    "sns": ("sns",),
+    "sqs": ("sqs",),
+    "lambda": ("lambda_duration", "lambda_requests"),
+    "logs": ("logs",),
+}
+
+
+def dollars_by_service(parts: Mapping[str, float]) -> dict[str, float]:
+    """`consumer_cost`'s `dollars` parts summed per service (SERVICES); refuses an unknown part,
+    so a part added to the cost cannot go missing from the breakdown."""
+    grouped = {part for names in SERVICES.values() for part in names}
+    unknown = sorted(set(parts) - grouped)
+    if unknown:
+        raise ValueError(f"cost parts {unknown}: not assigned to a service in model.SERVICES")
+    return {
+        service: sum(float(parts.get(part, 0.0)) for part in names)
+        for service, names in SERVICES.items()
+    }
+
+
 def consumer_cost(
     usage: Mapping[str, Mapping[str, Any]],
     *,
@@ -265,7 +289,7 @@ def consumer_cost(
     source_fifo: bool = False,
     log_bytes: int = 0,
 ) -> dict[str, Any]:
-    """$ of one run, per part and per million messages.
+    """$ of one run, per part, per service (`dollars_by_service`) and per million messages.
 
     Lambda: one request per invocation, GB-seconds = modelled duration x memory (the 1 ms
     rounding per invocation is left out). SQS: the function's own calls plus the poller's
@@ -300,6 +324,7 @@ def consumer_cost(
         "sqs_requests": sqs_requests,
         "log_bytes": round(ingested_log_bytes),
         "dollars": {k: round(v, 9) for k, v in parts.items()},
+        "dollars_by_service": {k: round(v, 9) for k, v in dollars_by_service(parts).items()},
         "dollars_total": round(total, 9),
         "dollars_per_million_messages": round(total / messages * 1_000_000, 4),
     }

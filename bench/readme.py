@@ -225,11 +225,13 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def current_block(text: str) -> str:
-    if START not in text or END not in text:
-        raise ValueError(f"no generated benchmark block (markers {START!r} / {END!r})")
-    start = text.index(START)
-    return text[start : text.index(END, start) + len(END)]
+def current_block(text: str, start_marker: str = START, end_marker: str = END) -> str:
+    if start_marker not in text or end_marker not in text:
+        raise ValueError(
+            f"no generated benchmark block (markers {start_marker!r} / {end_marker!r})"
+        )
+    start = text.index(start_marker)
+    return text[start : text.index(end_marker, start) + len(end_marker)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,7 @@ MODELLED_TARGETS = (
     "consumer.duplicates.modelled_speedup_vs_per_record_transaction",
     "consumer.duplicates.modelled_speedup_vs_powertools",
     "consumer.happy.write_units_per_message",
+    "consumer.duplicates.write_units_per_message",
     "consumer.happy.cost_ratio_vs_per_record_transaction",
     "consumer.happy.cost_ratio_vs_powertools",
     "consumer.duplicates.cost_ratio_vs_per_record_transaction",

@@ -244,6 +244,20 @@ def test_the_cost_adds_dynamodb_sns_sqs_and_lambda_per_million_messages() -> Non
         sum(expected.values()) / 10 * 1e6, abs=1e-4
     )
     assert cost["sqs_requests"] == 2
+    # The same parts per service (the cost chart's segments), adding up to the same total.
+    assert cost["dollars_by_service"] == pytest.approx(
+        {
+            "dynamodb": expected["dynamodb_write"] + expected["dynamodb_read"],
+            "sns": expected["sns"],
+            "sqs": expected["sqs"],
+            "lambda": expected["lambda_duration"] + expected["lambda_requests"],
+            "logs": expected["logs"],
+        },
+        abs=1e-9,
+    )
+    assert sum(cost["dollars_by_service"].values()) == pytest.approx(
+        cost["dollars_total"], abs=1e-8
+    )
 
 
 def test_the_function_s_log_output_is_billed_as_cloudwatch_logs_ingestion() -> None:
@@ -344,7 +358,7 @@ def test_targets_read_the_modelled_values_and_report_misses() -> None:
         },
     )
     seed = _modelled_run(
-        0.05,
+        0.2,
         {
             "dynamodb.TransactWriteItems": {"calls": 10, "items": 20, "write_units": 40.0},
             "dynamodb.UpdateItem": {"calls": 10, "items": 10, "write_units": 10.0},
@@ -353,8 +367,8 @@ def test_targets_read_the_modelled_values_and_report_misses() -> None:
     )
     # Hand-derived: ours 10 ms CPU + (10 + 19 x 0.5) + (20 + 9) = 48.5 ms of round trips.
     assert ours["model"]["modelled_seconds"] == pytest.approx(0.0585)
-    # seed: 50 ms CPU + 10 x 10 + 10 x 0.5 (10 extra items) + 10 x 5 + 10 x 15 = 355 ms.
-    assert seed["model"]["modelled_seconds"] == pytest.approx(0.355)
+    # seed: 200 ms CPU + 10 x 10 + 10 x 0.5 (10 extra items) + 10 x 5 + 10 x 15 = 505 ms.
+    assert seed["model"]["modelled_seconds"] == pytest.approx(0.505)
     assert ours["model"]["write_units_per_message"] == 4.0
 
     from bench.report import summarize_consumer
@@ -367,11 +381,15 @@ def test_targets_read_the_modelled_values_and_report_misses() -> None:
     )
     targets = {t.key: t for t in consumer_targets("duplicates", summary)}
     speedup = targets["consumer.duplicates.modelled_speedup_vs_per_record_transaction"]
-    assert speedup.measured == pytest.approx(0.355 / 0.0585, abs=1e-3)
-    assert speedup.status == "PASS"
+    assert speedup.measured == pytest.approx(0.505 / 0.0585, abs=1e-3)
+    assert speedup.status == "PASS"  # 8.63x >= 8x
     happy = {t.key: t for t in consumer_targets("happy", summary)}
-    assert happy["consumer.happy.write_units_per_message"].status == "MISS"  # 4 > 3
+    assert happy["consumer.happy.write_units_per_message"].status == "MISS"  # 4 > 1.2
     assert happy["consumer.happy.write_units_per_message"].measured == 4.0
+    # With duplicates the write units have their own target (<= 1.4), as do the costs.
+    assert targets["consumer.duplicates.write_units_per_message"].status == "MISS"  # 4 > 1.4
+    cost = targets["consumer.duplicates.cost_ratio_vs_per_record_transaction"]
+    assert cost.as_dict()["target"] == "<= 0.35x"
 
 
 def test_a_strict_target_fails_on_equality() -> None:

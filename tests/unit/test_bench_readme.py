@@ -61,3 +61,38 @@ def test_the_check_fails_when_the_results_change(tmp_path: Path) -> None:
     assert readme.main([*args, "--check"]) == 0
     text = doc_file.read_text()
     assert text.startswith("intro\n") and text.endswith("\noutro\n")
+
+
+def test_the_committed_targets_are_today_s_targets() -> None:
+    # Raising a target re-evaluates the committed run (`python -m bench --render-from
+    # bench/results.json`): the table then shows the same measurements against the new limits.
+    from bench import report
+
+    results = _results()
+    assert results["targets"] == [t.as_dict() for t in report.retarget(results)]
+    assert "consumer.duplicates.write_units_per_message" in {t["key"] for t in results["targets"]}
+
+
+def test_a_rerender_applies_today_s_targets_to_the_same_measurements(tmp_path: Path) -> None:
+    from bench import __main__ as bench_main
+
+    results = _results()
+    stale = copy.deepcopy(results)
+    # As stored before the targets were raised: write units on the happy path only, <= 3.
+    stale["targets"] = [
+        t for t in stale["targets"] if t["key"] != "consumer.duplicates.write_units_per_message"
+    ]
+    for t in stale["targets"]:
+        if t["key"] == "consumer.happy.write_units_per_message":
+            t["target"], t["status"] = "<= 3", "PASS"
+    stale["table"] = "old"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(stale))
+    assert bench_main.rerender(path) == 0  # not the committed file: the docs stay as they are
+    again = json.loads(path.read_text())
+    assert again["targets"] == results["targets"]
+    assert {k: v for k, v in again.items() if k not in ("targets", "table")} == {
+        k: v for k, v in stale.items() if k not in ("targets", "table")
+    }
+    for t in again["targets"]:
+        assert t["description"] in again["table"]

@@ -168,6 +168,7 @@ RUN: Mapping[str, tuple[str, ...]] = {
     ".venv/bin/python -m tools.import_cycles": ("0 import cycle(s)",),
     ".venv/bin/python -m idempotent_messaging.rules.catalogue --check docs/policy.md": (),
     ".venv/bin/python -m bench.readme --check": (),
+    ".venv/bin/python -m bench.chart --check": (),
 }
 
 
@@ -376,6 +377,14 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
     ".venv/bin/python -m bench.readme": Elsewhere(
         "rewrites docs/bench.md",
         ("tests/unit/test_bench_readme.py::test_the_check_fails_when_the_results_change",),
+    ),
+    "make bench-chart": Elsewhere(
+        "rewrites docs/bench-cost.svg and docs/bench.md (the check runs here)",
+        (
+            "tests/unit/test_bench_chart.py::test_the_check_fails_when_the_results_change",
+            "tests/unit/test_bench_chart.py::test_the_committed_chart_and_table_are_what_the_results_render",
+        ),
+        probe=("make -n -B bench-chart", "bench.chart"),
     ),
     # The ops CLI against AWS
     "python -m idempotent_messaging.ops consumers --stack prod": Elsewhere(

@@ -5,33 +5,25 @@ runs in THAT interpreter (a subprocess): under Pulumi mocks (the resources and s
 declares) and on the embedded emulator (its own handler, duplicates and a crash). The example
 depends on the package only through that install.
 
-The virtualenv holds the wheel installed with --no-deps; the dependencies (pulumi, pulumi-aws,
-boto3, Powertools, and moto for the emulator) come from this test's own virtualenv through a
-``.pth`` line, appended after the fresh site-packages so they can never shadow the package.
-A full dependency install (pip resolving the wheel's dependencies from the registry) measured
-81 s here with a cold cache, 148 MB, and would still lack moto for the emulator; so the wheel's
-dependency metadata is checked against pyproject instead.
+The wheel and the virtualenv are the session's (tests/examples/conftest.py: built once for
+every example test).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-import sysconfig
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..distributions import PYPROJECT, requirement_lines, requirement_name
+from .conftest import REPOSITORY, site_packages
 
 pytestmark = pytest.mark.e2e
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLE = REPOSITORY / "examples" / "inventory"
 DRIVER = Path(__file__).parent / "drive_inventory.py"
 # Names a careless layout would put at the top of site-packages (the repository's own dirs).
@@ -40,56 +32,6 @@ GENERIC = {
     "bench", "tools", "provider", "examples", "docs",
 }  # fmt: skip
 CONSUMER = "idempotent-messaging:index:IdempotentQueueConsumer"
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`make dist`'s wheel, built from a copy of what the sdist holds (the checkout stays
-    clean of build/ and *.egg-info)."""
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPOSITORY / name, source / name)
-    shutil.copytree(
-        REPOSITORY / "src",
-        source / "src",
-        ignore=shutil.ignore_patterns("__pycache__", "venv"),
-    )
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("idempotent_messaging-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    python = root / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-         "--no-index", str(wheel)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
-    (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    yield root
-
-
-def site_packages(venv: Path) -> Path:
-    (site,) = venv.glob("lib/python3.*/site-packages")
-    return site
 
 
 def drive(venv: Path, part: str) -> dict[str, Any]:

@@ -110,15 +110,16 @@ def test_a_new_consumer_is_a_config_entry_only() -> None:
             {"orders": {"functionTimeout": 60}},
             "consumers.orders.functionTimeout=60: .*did you mean 'functionTimeoutSeconds'",
         ),
-        ({"payments": {}}, "consumers.payments.handler=None: is required"),
+        ({"payments": {}}, "consumers.payments.handler=null: is required"),
         (
             {"payments": {"handler": "handlers.orders.handler", "businessTable": {"name": "t1"}}},
-            "consumers.payments.businessTable.hashKey=None: is required",
+            "consumers.payments.businessTable.hashKey=null: is required",
         ),
         ({"orders": 5}, "consumers.orders=5: must be an object"),
         (
             {"orders": {"batchSize": 25}},
-            r"consumers.orders.batchSize=25: above 10 needs maximum_batching_window_seconds",
+            # In the stack file's words (deploy_stage): the camelCase key, not the Python field.
+            r"consumers.orders.batchSize=25: above 10 needs maximumBatchingWindowSeconds",
         ),
     ],
 )

@@ -17,6 +17,7 @@ import pulumi
 import idempotent_messaging
 
 from .errors import ArgumentError
+from .handler_binding import check_handler_binding
 
 LIBRARY_PACKAGE = idempotent_messaging.__name__
 LIBRARY_ROOT = Path(idempotent_messaging.__file__).resolve().parent.parent
@@ -151,6 +152,7 @@ def user_code_archive(
             handler,
             f"names a module that is not in {field} (looked for {py} and {pkg})",
         )
+    check_handler_binding(handler, files)  # its function name too, read without importing
     merged: dict[str, pulumi.Asset | pulumi.Archive] = dict(files)
     for key, path in runtime_files(root).items():
         merged[key] = pulumi.FileAsset(str(path))

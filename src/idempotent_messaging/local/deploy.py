@@ -55,6 +55,8 @@ def deploy(
     config_overrides: dict[str, Any] | None = None,
 ) -> DeployResult:
     """Run the stack's program once, materialising every resource in the emulator."""
+    # Absolute: the program runs in its own directory, where a relative one means nothing.
+    project_dir = Path(project_dir).resolve()
     registry = Registry(
         region=emulator.region,
         endpoint_url=emulator.endpoint_url,

@@ -565,6 +565,7 @@ class EmulatorMocks(pulumi.runtime.Mocks):
             role_arn=inputs["role"],
             logical_name=logical,
             code_root=code_root[0] if code_root else "",
+            tags={str(k): str(v) for k, v in (inputs.get("tags") or {}).items()},
         )
         invoke_arn = (
             f"arn:aws:apigateway:{self.region}:lambda:path/2015-03-31/functions/{arn}/invocations"

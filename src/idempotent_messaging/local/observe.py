@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from idempotent_messaging.local.registry import AlarmConfig, Registry
+from idempotent_messaging.local.signals import MetricTap, statistic
 from idempotent_messaging.ops.dlq import queue_depth
 
 _COMPARE = {
@@ -152,8 +153,14 @@ def evaluate_alarms(
     sqs: Any,
     endpoint_url: str,
     function_errors: Counter[str] | None = None,
+    metrics: MetricTap | None = None,
+    invocations: Counter[str] | None = None,
 ) -> list[AlarmVerdict]:
-    """Each deployed alarm's metric, read from the emulator now, against its threshold."""
+    """Each deployed alarm's metric, read from the emulator now, against its threshold.
+
+    AWS/SQS metrics are the queues' attributes now; AWS/Lambda Errors (and Invocations, when
+    ``invocations`` are given) the poller's counts of this run; any other namespace the EMF
+    metrics the functions emitted (``metrics``), the alarm's statistic over all of them."""
     verdicts = []
     errors = function_errors or Counter()
     for alarm in registry.alarms:
@@ -171,6 +178,16 @@ def evaluate_alarms(
                 value, basis = float(errors[fn]), "invocation errors during this run"
             elif alarm.metric_name == "Throttles":
                 value, basis = 0.0, "the emulator never throttles"
+            elif alarm.metric_name == "Invocations" and invocations is not None:
+                value, basis = float(invocations[fn]), "invocations during this run"
+        elif metrics is not None and alarm.namespace and alarm.metric_name:
+            points = metrics.matching(alarm.namespace, alarm.metric_name, alarm.dimensions)
+            values = [v for point in points for v in point.values]
+            if values:
+                value, how = statistic(values, alarm.statistic)
+                basis = f"{how} of {len(values)} EMF value(s) the functions emitted in this run"
+            else:
+                basis = "no EMF value with exactly these dimensions was emitted in this run"
         compare = _COMPARE.get(alarm.comparison_operator)
         in_alarm = bool(value is not None and compare and compare(value, alarm.threshold))
         verdicts.append(AlarmVerdict(alarm, value, in_alarm, basis))
@@ -217,4 +234,4 @@ def _oldest_age(sqs: Any, url: str) -> float:
             sqs.change_message_visibility(
                 QueueUrl=url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
             )
-    return max(0.0, time.time() - oldest)
+    return max(0.0, time.time() - oldest) if held else 0.0

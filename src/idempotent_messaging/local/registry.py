@@ -32,6 +32,9 @@ class FunctionConfig:
     async_max_event_age_s: int = 21600
     async_on_failure: str | None = None
     recursive_loop: str = "Terminate"
+    tags: dict[str, str] = field(default_factory=dict)
+    """The function's tags: the components tag each child with the instance that created it
+    (idempotent-messaging:component), which names the consumer in local reports."""
 
 
 @dataclass

@@ -36,6 +36,10 @@ class StageConfig:
     log_retention_days: int = 30
     alarm_emails: tuple[str, ...] = ()
     tracing: bool = False
+    protect_data: bool = True
+    """Default true: every consumer's and fan-out's queues and tables are protected (Pulumi
+    protect + retain_on_delete, DynamoDB deletion protection); a stage of disposable data sets
+    ``protectData: false``. An instance's own ``protectData`` wins (docs/deploy-safety.md)."""
     consumers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Consumer name -> its config object (camelCase keys, not yet checked against the args)."""
     fanouts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -56,6 +60,8 @@ class StageConfig:
             values["log_retention_days"] = days
         if (tracing := config.get_bool("tracing")) is not None:
             values["tracing"] = tracing
+        if (protect := config.get_bool("protectData")) is not None:
+            values["protect_data"] = protect
         emails = _object(config, "alarmEmails")
         if emails is not None:
             if not isinstance(emails, list) or not all(isinstance(e, str) for e in emails):

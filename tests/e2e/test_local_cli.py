@@ -1,0 +1,272 @@
+"""Any project runs locally: a team's own project (tests/e2e/fixtures/shop: a standard and a
+FIFO consumer from its stack file, and a raw pulumi_aws SQS + Lambda) on the embedded emulator,
+through the Python API and the ``idempotent-messaging-local`` command, reported per consumer
+from the runtime's own outcome lines and metrics and the stack's own alarms."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idempotent_messaging.local.demo import ConsumerReport, check_invariants
+from idempotent_messaging.local.report import StackReport
+from idempotent_messaging.ops.outputs import DeployedConsumer
+from tests.e2e.conftest import FIXTURES
+
+pytestmark = pytest.mark.e2e
+
+SHOP = FIXTURES / "shop"
+UNSUPPORTED = FIXTURES / "unsupported"
+REPOSITORY = Path(__file__).resolve().parents[2]
+PAYMENT = {"event_id": "pay-{i}", "payment_id": "p-{i}", "amount": 100}
+
+
+@pytest.fixture(scope="module")
+def shop_run() -> dict[str, Any]:
+    """One scenario through the Python API: duplicates, a poison payment, two FIFO events of one
+    shipment, and raw audit messages of which one can never be processed."""
+    from idempotent_messaging.local import local_stack
+
+    declared = {"payments": "event_id", "shipments": "event_id"}
+    with local_stack(SHOP, "e2e", one_row_per_event=declared) as s:
+        names = sorted(s.consumers)
+        s.send("payments", PAYMENT, count=3, duplicate=True)
+        s.send("payments", {"event_id": "pay-bad", "amount": 1})  # no payment_id: poison
+        s.send("shipments-e2e.fifo", {"event_id": "ship-{i}", "shipment_id": "s-1"}, count=2)
+        s.send("shop-audit", {"audit_id": "a-{i}", "what": "login"}, count=2)
+        s.send("audit-fn", "not json")
+        s.drain()
+        report = s.report()
+        rows = s.client("dynamodb").scan(TableName="shop-audit-log")["Count"]
+    return {"names": names, "report": report, "audit_rows": rows}
+
+
+def test_every_consumer_of_the_stack_is_found_whoever_declared_it(shop_run: dict[str, Any]) -> None:
+    assert shop_run["names"] == ["audit-fn", "payments", "shipments"]
+    report: StackReport = shop_run["report"]
+    assert report["payments"].kind == "IdempotentQueueConsumer"
+    assert report["shipments"].queue == "shipments-e2e.fifo"
+    assert report["audit-fn"].kind == "raw pulumi_aws"
+
+
+def test_outcomes_come_from_the_runtimes_own_log_lines(shop_run: dict[str, Any]) -> None:
+    payments = shop_run["report"]["payments"]
+    assert payments.runtime
+    assert (payments.sent, payments.processed, payments.duplicates) == (7, 3, 3)
+    assert payments.quarantined == 1
+    reason = "schema: field 'payment_id' is missing or not a string"
+    assert payments.reasons["quarantined"] == Counter({reason: 1})
+    assert (payments.dlq_depth, payments.dlq_reasons) == (1, Counter({reason: 1}))
+    assert payments.left_in_queue == 0
+
+
+def test_the_stacks_own_alarms_are_evaluated_against_the_run(shop_run: dict[str, Any]) -> None:
+    report: StackReport = shop_run["report"]
+    # The component's DLQ alarm, and the team's own alarm on the runtime's EMF metric.
+    assert set(report["payments"].firing) == {
+        "payments-e2e-dlq-not-empty",
+        "shop-payments-quarantined",
+    }
+    quarantined = next(
+        a for a in report["payments"].alarms if a.name == "shop-payments-quarantined"
+    )
+    assert quarantined.value == 1 and "EMF" in quarantined.basis
+    assert report["shipments"].firing == []
+    assert report["audit-fn"].firing == ["shop-audit-dlq-not-empty"]
+
+
+def test_a_raw_consumer_is_reported_from_its_mapping_without_guessing_outcomes(
+    shop_run: dict[str, Any],
+) -> None:
+    audit = shop_run["report"]["audit-fn"]
+    assert not audit.runtime and audit.outcomes == Counter()
+    assert (audit.sent, audit.deleted) == (3, 2)
+    # The unparsable message: delivered twice (maxReceiveCount 2), then moved by SQS.
+    assert audit.reported_failed == 2
+    assert audit.dlq_depth == 1
+    assert audit.dlq_reasons == Counter(
+        {"no reason attached: moved by SQS after maxReceiveCount receives": 1}
+    )
+    assert audit.checks == []  # declared nothing: nothing is judged
+    assert shop_run["audit_rows"] == 2
+
+
+def test_only_declared_invariants_are_checked_and_they_say_why(shop_run: dict[str, Any]) -> None:
+    report: StackReport = shop_run["report"]
+    (payments,) = report["payments"].checks
+    assert payments.passed, payments.detail
+    assert "3 row(s), 3 distinct event_id; 3 event(s) completed" in payments.detail
+    # shipments keeps one row per shipment, not per event: the declaration is wrong, and the
+    # numbers say so.
+    (shipments,) = report["shipments"].checks
+    assert not shipments.passed
+    assert "2 event(s) completed per the runtime's log; no row for ['ship-1']" in shipments.detail
+    assert not report.ok
+    text = report.text()
+    assert "RESULT: FAILED (shipments: one row per event" in text
+    assert "[FAIL]" not in text.split("consumer payments")[1].split("consumer shipments")[0]
+
+
+def test_the_demo_reports_no_row_failure_for_a_consumer_it_cannot_read() -> None:
+    """`local.demo --project` on someone else's consumer: no '[FAIL] ... duplicated ['?']'."""
+    report = ConsumerReport(DeployedConsumer(name="charges"), valid_events={"k1", "k2"})
+    report.row_key = None  # not a reference handler: its rows are not the demo's to read
+    report.rows, report.rows_per_event = 2, Counter({"?": 2})
+    checks = check_invariants(report)
+    assert [label for label, _, _ in checks] == ["nothing lost"]
+    assert all(passed for _, passed, _ in checks)
+
+
+# --- The command -----------------------------------------------------------------------------
+
+
+def local_cli(
+    *args: str, state: Path, timeout: float = 300, **popen: Any
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "idempotent_messaging.local", *args],
+        cwd=REPOSITORY,
+        env={**os.environ, "EMULATOR_STATE_DIR": str(state)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **popen,
+    )
+
+
+def test_the_command_sends_drains_and_reports_every_consumer(tmp_path: Path) -> None:
+    done = local_cli(
+        "--project", str(SHOP), "--stack", "e2e", "--one-row-per-event", "payments=event_id",
+        "send", "--queue", "payments", "--body", json.dumps(PAYMENT), "--count", "2",
+        "--duplicate",
+        state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    for expected in (
+        "starting the embedded AWS emulator",
+        "deploying stack e2e of project shop",
+        "sent 4 message(s) to payments-e2e (each twice: a producer retry)",
+        "draining every event source mapping",
+        "consumer audit-fn  (raw pulumi_aws",
+        "consumer payments  (IdempotentQueueConsumer",
+        "consumer shipments  (IdempotentQueueConsumer",
+        "[PASS] one row per event (payments-e2e-payments.event_id)",
+        "RESULT: OK (3 consumer(s), 1 declared invariant(s)",
+    ):
+        assert expected in out, expected
+    payments = out.split("consumer payments")[1].split("consumer shipments")[0]
+    assert "processed                    2" in payments
+    assert "duplicate_skipped            2" in payments
+    assert '"outcome"' not in out  # the handlers' lines went to the log file
+    assert '"outcome":"processed"' in (tmp_path / "local-e2e.log").read_text().replace(" ", "")
+
+
+def test_a_failed_declared_invariant_exits_1_and_json_carries_the_numbers(tmp_path: Path) -> None:
+    done = local_cli(
+        "--project", str(SHOP), "--stack", "e2e", "--json",
+        "--one-row-per-event", "shipments=event_id",
+        "send", "--queue", "shipments", "--body", '{"event_id": "s-{i}", "shipment_id": "x"}',
+        "--count", "2",
+        state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout[done.stdout.index("{") :])
+    (check,) = report["consumers"]["shipments"]["checks"]
+    assert report["ok"] is False and check["passed"] is False
+    assert "no row for ['s-1']" in check["detail"]
+
+
+def test_a_stack_with_resources_the_emulator_does_not_hold_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    done = local_cli("--project", str(UNSUPPORTED), "--stack", "e2e", state=tmp_path)
+    assert done.returncode == 2
+    assert "aws:ec2/vpc:Vpc 'network': not supported" in done.stderr
+    assert "SQS, Lambda, DynamoDB, SNS, EventBridge Scheduler and CloudWatch" in done.stderr
+    assert "REPORT" not in done.stdout
+
+
+def test_without_the_local_extra_the_command_names_it(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['moto'] = None\n"
+        "from idempotent_messaging.local.cli import main\n"
+        f"raise SystemExit(main(['--project', {str(SHOP)!r}, '--stack', 'e2e']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert "needs the `local` extra (missing: moto)" in done.stderr
+    assert "pip install 'idempotent-messaging[local]'" in done.stderr
+    api = subprocess.run(
+        [sys.executable, "-c", code.split("\n")[0] + "\nfrom idempotent_messaging.local import "
+         "local_stack\n"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert api.returncode == 1
+    assert "pip install 'idempotent-messaging[local]'" in api.stderr
+
+
+def test_a_kept_emulator_takes_sends_from_another_terminal_and_the_ops_cli(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "idempotent_messaging.local", "--project", str(SHOP),
+         "--stack", "e2e", "run", "--keep"],
+        cwd=REPOSITORY,
+        env={**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    state = tmp_path / "e2e.json"
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "e2e.report.json").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the local run did not keep running:\n{proc.communicate()[0]}")
+            time.sleep(0.3)
+        sent = local_cli(
+            "--project", str(SHOP), "--stack", "e2e",
+            "send", "--queue", "payments", "--body", json.dumps(PAYMENT), "--duplicate",
+            state=tmp_path,
+        )  # fmt: skip
+        assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-3000:]
+        assert "attached to the kept emulator at" in sent.stdout
+        payments = sent.stdout.split("consumer payments")[1].split("consumer shipments")[0]
+        assert "messages sent                  2" in payments  # sent by the other process
+        assert "processed                    1" in payments
+        assert "duplicate_skipped            1" in payments
+        shown = local_cli("--project", str(SHOP), "--stack", "e2e", "report", state=tmp_path)
+        assert shown.returncode == 0 and "consumer payments" in shown.stdout
+        ops = subprocess.run(
+            [sys.executable, "-m", "idempotent_messaging.ops", "consumers", "--emulator",
+             "--stack", "e2e", "--json"],
+            cwd=REPOSITORY,
+            env={**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert ops.returncode == 0, ops.stderr
+        assert "payments" in {c["name"] for c in json.loads(ops.stdout)}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    assert proc.returncode == 0, out
+    assert "stopping the emulator" in out
+    assert not state.exists()

@@ -121,7 +121,8 @@ class Prepared:
 
 def _prepare(implementation: str, emulator: Any) -> Prepared:
     ddb = _admin(emulator, "dynamodb")
-    _create_table(ddb, ORDER_TABLE, "order_id")
+    # Ours keys the order row by its event (handlers.orders.ORDER_KEY); the baselines by order.
+    _create_table(ddb, ORDER_TABLE, "event_id" if implementation == "ours" else "order_id")
     topic_arn = _admin(emulator, "sns").create_topic(Name=TOPIC_NAME)["TopicArn"]
     if implementation == "per_record_transaction":
         _create_table(ddb, "processed_events", "event_id")
@@ -164,7 +165,7 @@ def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
     return Prepared(
         handlers.orders.handler,
         ORDER_TABLE,
-        "order_id",
+        "event_id",
         env.STATUS_SENT,
         env.ITEM_CLAIM_STATUS,
         dlq_url,

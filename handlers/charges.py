@@ -9,9 +9,11 @@ Body (written by idempotent_messaging.dispatch, see src/idempotent_messaging/dis
 Effect, in ONE conditional Put (the runtime library's, ``SingleItemEffect``): one ledger row
 per (tenant, employee, month), ``tenant_id`` + ``ledger_key`` = ``<employee>#<YYYY-MM>``,
 guarded by attribute_not_exists, holding the charge's claim (``claim_event_id`` = the
-idempotency key, ``claim_status``, ...). The claim lives as long as the row (no TTL): a re-run
-of the same month, however late, meets the row and is a duplicate, never a second charge;
-then (outside it) one notification per charge, at least once. FIFO order per message group
+idempotency key, ``claim_status``, ...); the row's key derives from that key
+(``ledger_key_of_event``, declared in the ``SingleItemEffect``). The claim lives as long as
+the row (no TTL): a re-run of the same month, however late, meets the row and is a
+duplicate, never a second charge; then (outside it) one notification per charge, at least
+once. FIFO order per message group
 (``<tenant>#<YYYY-MM>``) is kept by the runtime.
 """
 
@@ -50,6 +52,14 @@ LEDGER_RANGE_KEY = dispatch_env.LEDGER_RANGE_KEY
 
 def ledger_key(employee_id: str, month: str) -> str:
     return f"{employee_id}#{month}"
+
+
+def ledger_key_of_event(event_id: str) -> dict[str, str]:
+    """The ledger row's key from the charge's event id (its idempotency key
+    ``<tenant>:<employee>:<YYYY-MM>``; ids hold no ':' nor '#'): the claim kept in the row is
+    the event's own (``SingleItemEffect``). ValueError for an id of another shape."""
+    tenant_id, employee_id, month = event_id.split(":")
+    return {LEDGER_HASH_KEY: tenant_id, LEDGER_RANGE_KEY: ledger_key(employee_id, month)}
 
 
 def _charge(message: Any) -> tuple[BillableItem, str, str]:
@@ -133,7 +143,9 @@ CHARGES = Consumer(
     namespace=NAMESPACE,
     tenant=_tenant,
     requires_business_table=True,
-    effect=SingleItemEffect(key=(LEDGER_HASH_KEY, LEDGER_RANGE_KEY)),
+    effect=SingleItemEffect(
+        key=(LEDGER_HASH_KEY, LEDGER_RANGE_KEY), key_of_event=ledger_key_of_event
+    ),
 )
 
 

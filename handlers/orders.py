@@ -1,16 +1,18 @@
-"""Reference consumer: one ``order_records`` row per order, one notification per event.
+"""Reference consumer: one ``order_records`` row per order event, one notification per event.
 
 Body: ``{"event_id": "<producer id>", "order": {"order_id": "<id>", ...}}``.
 
-* The row is keyed by ``order_id`` and holds the order's fields plus ``source_event_id`` and
-  ``recorded_at``; it is written with ``attribute_not_exists(order_id)``.
-* A re-send of the same event id (any messageId) is a duplicate: no second row, the
-  notification is re-sent only if the first delivery died before publishing.
-* A DIFFERENT event id for an order that already has a row is a semantic failure: the message
-  is quarantined with the reason (an order is recorded once; corrections are a new consumer's
-  job), and the new event's claim is not written.
-* The effect is that one row (``SingleItemEffect``): the event's claim lives in it
-  (``claim_event_id``, ``claim_status``, ...), as long as the row; no state-table item.
+* The row is keyed by the EVENT (``event_id``, the table's hash key) and holds the order's
+  fields (``order_id`` among them, an attribute) plus ``source_event_id`` and ``recorded_at``;
+  it is written with ``attribute_not_exists(event_id)``.
+* The effect is that one row, declared ``SingleItemEffect.keyed_by_event_id("event_id")``: the
+  event's claim lives in it (``claim_event_id``, ``claim_status``, ...), as long as the row;
+  no state-table item, and a fresh message costs ONE write unit for row and claim together.
+* An event id is claimed once, whatever else its body says: a re-send of the same event id
+  (any messageId, any ``order_id``) is a duplicate, never a second row; the notification is
+  re-sent only if the first delivery died before publishing.
+* A DIFFERENT event id is a different row, also for an ``order_id`` already recorded: which
+  events are one business fact is the producer's to say, with the event id.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from idempotent_messaging.runtime import (
     lambda_handler,
 )
 
-RESERVED_FIELDS = frozenset({"source_event_id", "recorded_at"})
+ORDER_KEY = "event_id"
+"""The ``order_records`` hash key: the row is keyed by its event (docs/runtime.md)."""
+RESERVED_FIELDS = frozenset({ORDER_KEY, "source_event_id", "recorded_at"})
 _serializer = TypeSerializer()
 
 
@@ -52,6 +56,7 @@ def _order(message: Any) -> Mapping[str, Any]:
 def order_writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
     order = _order(message)
     item = {name: _serializer.serialize(value) for name, value in order.items()}
+    item[ORDER_KEY] = {"S": ctx.event_id}
     item["source_event_id"] = {"S": ctx.event_id}
     item["recorded_at"] = {"N": str(ctx.now)}
     return [
@@ -59,7 +64,7 @@ def order_writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
             "Put": {
                 "TableName": ctx.business_table,
                 "Item": item,
-                "ConditionExpression": "attribute_not_exists(order_id)",
+                "ConditionExpression": f"attribute_not_exists({ORDER_KEY})",
             }
         }
     ]
@@ -82,7 +87,7 @@ ORDERS = Consumer(
     notification=order_notification,
     namespace="order",
     requires_business_table=True,
-    effect=SingleItemEffect(key=("order_id",)),
+    effect=SingleItemEffect.keyed_by_event_id(ORDER_KEY),
 )
 
 # Handler string: handlers.orders.handler (Powertools Logger + Metrics around ORDERS.handle).

@@ -240,7 +240,7 @@ def program_resources(root: Path, stack: str) -> list[dict[str, Any]]:
 SAMPLE_MESSAGE = {"event_id": "evt-1", "invoice": {"invoice_id": "inv-1", "amount": 1200}}
 
 _DRIVE_ON_MOTO = """
-import hashlib, importlib, json, os, sys
+import hashlib, importlib, json, os, sys, time
 import boto3
 from moto import mock_aws
 
@@ -271,7 +271,8 @@ with mock_aws():
 
     def record(message_id):
         return {"messageId": message_id, "receiptHandle": message_id, "body": body,
-                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1700000000000"},
+                "attributes": {"ApproximateReceiveCount": "1",
+                               "SentTimestamp": str(int(time.time() * 1000))},
                 "messageAttributes": {}, "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
                 "eventSource": "aws:sqs", "awsRegion": os.environ["AWS_REGION"],
                 "eventSourceARN": "arn:aws:sqs:ap-northeast-1:123456789012:source"}

@@ -214,7 +214,7 @@ def test_reference_stack_runs_the_orders_consumer_on_a_standard_queue(
         if r.type == "aws:dynamodb/table:Table"
     }
     business = tables[f"orders-{stack_run.stack}-order_records"]
-    assert business["hashKey"] == "order_id"
+    assert business["hashKey"] == "event_id"  # keyed by the event: its claim is the event's
     fn = next(
         r for r in stack_run.resources if r.type == "aws:lambda/function:Function"
         and r.name == "orders-consumer"

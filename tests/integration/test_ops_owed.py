@@ -125,7 +125,7 @@ def test_owed_claims_kept_in_business_rows_are_listed_and_republished(aws: Aws) 
     assert set(claims) == {"owed-1", "down-1"}
     assert all(c.in_business_item for c in claims.values())
     # The business table's own key, read from its schema, not the state table's.
-    assert claims["owed-1"].key == {"order_id": {"S": "order-owed-1"}}
+    assert claims["owed-1"].key == {"event_id": {"S": "owed-1"}}
     assert claims["owed-1"].notification is not None
     assert "KMS key disabled" in (claims["owed-1"].error or "")
     assert claims["down-1"].notification is None
@@ -189,4 +189,4 @@ def test_the_cli_lists_owed_claims_of_a_business_table(
     assert set(rows) == {"owed-1", "down-1"}
     assert rows["owed-1"]["notification_stored"] is True
     assert rows["owed-1"]["claim_in_business_item"] is True
-    assert rows["owed-1"]["key"] == {"order_id": "order-owed-1"}
+    assert rows["owed-1"]["key"] == {"event_id": "owed-1"}

@@ -362,7 +362,7 @@ def test_the_stack_wires_the_orders_handler_to_its_tables_topic_and_dlq(
     state = by_name[spec.environment[env.STATE_TABLE]]
     business = by_name[spec.environment[env.BUSINESS_TABLE]]
     assert state.inputs["hashKey"] == env.EVENT_ID_KEY
-    assert business.inputs["hashKey"] == "order_id"
+    assert business.inputs["hashKey"] == handlers.orders.ORDER_KEY  # the row is the event's
     assert spec.environment[env.DLQ_URL] == spec.dlq.outputs["url"]
     assert spec.environment[env.SOURCE_QUEUE_FIFO] == "false"
     assert "fifoQueue" not in spec.source.inputs
@@ -426,13 +426,13 @@ def test_poison_messages_land_in_the_stacks_dlq_with_reasons_while_neighbours_su
     orders.send(json.dumps({"order": {"order_id": "no-event"}}))
     orders.send(json.dumps({"event_id": "no-order-id", "order": {"qty": 1}}))
     orders.send(order("ok-2"))
-    orders.send(order("clash", order_id="o-ok-1"))  # another event for a recorded order
+    orders.send(order("ok-1", order_id="o-other"))  # the same event id, another order in its body
     orders.drain()
     rows = orders.table(env.BUSINESS_TABLE)
     assert sorted(r["order_id"]["S"] for r in rows) == ["o-ok-1", "o-ok-2"]
     assert sorted(n["event_id"] for n in orders.notifications()) == ["ok-1", "ok-2"]
     dead = orders.dead_letters()
-    assert len(dead) == 4
+    assert len(dead) == 3
     for message in dead:
         attributes = message["MessageAttributes"]
         assert attributes[ATTR_FAILURE_CLASS]["StringValue"] == "permanent"
@@ -440,7 +440,7 @@ def test_poison_messages_land_in_the_stacks_dlq_with_reasons_while_neighbours_su
     # Quarantined at their first receive: SQS burnt no retries on them.
     assert {m["MessageAttributes"][ATTR_RECEIVE_COUNT]["StringValue"] for m in dead} == {"1"}
     claims = {c[env.ITEM_CLAIM_EVENT_ID]["S"] for c in orders.table(env.BUSINESS_TABLE)}
-    assert claims == {"ok-1", "ok-2"}  # the clash wrote no claim: o-ok-1 keeps ok-1's
+    assert claims == {"ok-1", "ok-2"}  # the re-sent ok-1 claimed nothing: a duplicate
     assert orders.table(env.STATE_TABLE) == []
 
 

@@ -21,6 +21,7 @@ from tests.integration.test_runtime_world import (
     FakeContext,
     assert_exactly_once,
     order_body,
+    put_legacy_row,
     record,
     sqs_event,
 )
@@ -80,8 +81,8 @@ def test_handler_reads_environment_per_invocation(
     """Several functions share one process in the embedded demo: env changes must apply."""
     lambda_env.dynamodb.create_table(
         TableName="other_orders",
-        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": orders.ORDER_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": orders.ORDER_KEY, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
     orders.handler(sqs_event(record(order_body("a"))), FakeContext())
@@ -103,6 +104,7 @@ def test_logs_carry_record_fields_and_never_the_body(
     good = record(order_body("log-1", note=MARKER), receive_count=3)
     not_json = record(f"{{{MARKER}")
     schema = record(json.dumps({"event_id": "log-3", "order": {"amount": MARKER}}))
+    put_legacy_row(lambda_env, "log-2")  # the clash's row key is already recorded
     clash = record(order_body("log-2", order_id="order-log-1", note=MARKER))
     orders.handler(sqs_event(good, not_json, schema, clash), FakeContext())
     orders.handler(sqs_event(good), FakeContext())

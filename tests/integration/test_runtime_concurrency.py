@@ -11,7 +11,7 @@ import pytest
 from moto.dynamodb.models import DynamoDBBackend
 from moto.server import ThreadedMotoServer
 
-from handlers.orders import ORDERS
+from handlers.orders import ORDER_KEY, ORDERS
 from idempotent_messaging.runtime import Consumer, WriteContext, env
 from idempotent_messaging.runtime.clients import reset_clients
 from tests.integration.test_runtime_world import (
@@ -115,7 +115,7 @@ def test_concurrent_deliveries_apply_an_increment_exactly_once(server_world: Aws
             {
                 "Update": {
                     "TableName": ctx.business_table,
-                    "Key": {"order_id": {"S": message["counter"]}},
+                    "Key": {ORDER_KEY: {"S": message["counter"]}},
                     "UpdateExpression": "ADD applied :one",
                     "ExpressionAttributeValues": {":one": {"N": "1"}},
                 }
@@ -131,6 +131,6 @@ def test_concurrent_deliveries_apply_an_increment_exactly_once(server_world: Aws
             if result["batchItemFailures"]:
                 queue.send(body)
     queue.drain(lambda event: consumer.handle(event, FakeContext()))
-    rows = {r["order_id"]["S"]: r["applied"]["N"] for r in server_world.order_rows()}
+    rows = {r[ORDER_KEY]["S"]: r["applied"]["N"] for r in server_world.order_rows()}
     assert rows == {f"c{i}": "1" for i in range(4)}
     assert {c["status"]["S"] for c in server_world.claims()} == {env.STATUS_SENT}

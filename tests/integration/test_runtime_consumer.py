@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from handlers.orders import order_notification, order_writes
+from handlers.orders import ORDER_KEY, order_notification, order_writes
 from idempotent_messaging.runtime import (
     Consumer,
     EventIdFromAttribute,
@@ -25,6 +25,7 @@ from tests.integration.test_runtime_world import (
     SimQueue,
     assert_exactly_once,
     order_body,
+    put_legacy_row,
     record,
     separate_claim_orders,
     sqs_event,
@@ -126,7 +127,10 @@ def test_same_event_twice_in_one_batch_is_written_once(aws: Aws) -> None:
 
 
 def test_other_event_for_recorded_order_is_quarantined_as_semantic_failure(aws: Aws) -> None:
+    """The state-table claim: the business key is the consumer's. An event whose row key is
+    already recorded (here by another writer) fails its business write's own condition."""
     run(aws, record(order_body("e1", order_id="o1")))
+    put_legacy_row(aws, "e2", order_id="o1")
     clash = record(order_body("e2", order_id="o1"))
     fresh = record(order_body("e3"))
     response = run(aws, clash, fresh)
@@ -144,8 +148,9 @@ def test_other_event_for_recorded_order_is_quarantined_as_semantic_failure(aws: 
     assert "ConditionalCheckFailed" in dlq[clash["messageId"]]["failure_reason"]
     claims = {c["event_id"]["S"] for c in aws.claims()}
     assert claims == {"e1", "e3"}  # atomicity: the clashing event's claim was not written
-    rows = {r["order_id"]["S"]: r["source_event_id"]["S"] for r in aws.order_rows()}
-    assert rows["o1"] == "e1"
+    rows = {r[ORDER_KEY]["S"]: r for r in aws.order_rows()}
+    assert rows["e1"]["source_event_id"]["S"] == "e1"
+    assert "source_event_id" not in rows["e2"]  # the recorded row is untouched
 
 
 @pytest.mark.parametrize(
@@ -284,8 +289,8 @@ def test_more_than_one_hundred_items_are_chunked_into_several_transactions(aws: 
             {
                 "Put": {
                     "TableName": BUSINESS_TABLE,
-                    "Item": {"order_id": {"S": f"{ctx.event_id}-{i}"}},
-                    "ConditionExpression": "attribute_not_exists(order_id)",
+                    "Item": {ORDER_KEY: {"S": f"{ctx.event_id}-{i}"}},
+                    "ConditionExpression": f"attribute_not_exists({ORDER_KEY})",
                 }
             }
             for i in range(3)
@@ -309,7 +314,7 @@ def test_unattributable_validation_error_falls_back_to_one_transaction_per_recor
             {
                 "Update": {
                     "TableName": BUSINESS_TABLE,
-                    "Key": {"order_id": {"S": "shared"}},
+                    "Key": {ORDER_KEY: {"S": "shared"}},
                     "UpdateExpression": "ADD hits :one",
                     "ExpressionAttributeValues": {":one": {"N": "1"}},
                 }
@@ -359,9 +364,16 @@ def test_content_hash_mode_dedups_identical_bodies_with_a_conditional_claim(aws:
     assert len(aws.order_rows()) == 2
 
 
+def tenant_order_writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
+    """The orders row, keyed by tenant and event: one event id in two tenants is two events."""
+    (put,) = order_writes(message, ctx)
+    put["Put"]["Item"][ORDER_KEY] = {"S": f"{ctx.tenant}#{ctx.event_id}"}
+    return [put]
+
+
 def test_multi_tenant_layout_keys_claims_by_tenant_and_namespace(aws: Aws) -> None:
     consumer = Consumer(
-        writes=order_writes,
+        writes=tenant_order_writes,
         notification=order_notification,
         namespace="charge",
         tenant=lambda message: message["order"]["tenant"],
@@ -618,7 +630,7 @@ def test_a_write_dynamodb_rejects_is_quarantined_and_its_neighbours_still_commit
 ) -> None:
     def writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
         key = {"N": "1"} if message.get("bad") else {"S": ctx.event_id}  # table key is S
-        return [{"Put": {"TableName": BUSINESS_TABLE, "Item": {"order_id": key}}}]
+        return [{"Put": {"TableName": BUSINESS_TABLE, "Item": {ORDER_KEY: key}}}]
 
     consumer = Consumer(writes=writes)
     bad = record(json.dumps({"event_id": "v1", "bad": True}))
@@ -628,7 +640,7 @@ def test_a_write_dynamodb_rejects_is_quarantined_and_its_neighbours_still_commit
     # whole-batch ValidationException -> one transaction per record -> the bad one is poison
     assert aws.calls == ["TransactWriteItems"] * 3 + ["SendMessageBatch"]
     assert dlq_by_original(aws)[bad["messageId"]]["failure_kind"] == "schema"
-    assert {r["order_id"]["S"] for r in aws.order_rows()} == {"v2"}
+    assert {r[ORDER_KEY]["S"] for r in aws.order_rows()} == {"v2"}
     assert {c["event_id"]["S"] for c in aws.claims()} == {"v2"}
 
 

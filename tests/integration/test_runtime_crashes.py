@@ -23,6 +23,7 @@ from tests.integration.test_runtime_world import (
     assert_exactly_once,
     create_world,
     order_body,
+    put_legacy_row,
     single_item_orders,
 )
 
@@ -92,6 +93,7 @@ def seed_mixed(world: Aws, queue: SimQueue) -> dict[str, str]:
     queue.send(order_body("pending"))
     queue.send(order_body("sent"))
     queue.send(order_body("fresh"))
+    put_legacy_row(world, "clash", order_id="order-sent")  # its key is already recorded
     queue.send(order_body("clash", order_id="order-sent"))
     queue.send("not json")
     return {"sent": "order-sent", "pending": "order-pending", "fresh": "order-fresh"}

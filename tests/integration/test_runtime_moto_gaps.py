@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from handlers.orders import ORDER_KEY
 from idempotent_messaging.local import moto_patches
 from idempotent_messaging.runtime import env
 from tests.integration.test_runtime_world import BUSINESS_TABLE, STATE_TABLE, Aws
@@ -79,7 +80,7 @@ def test_patched_moto_runs_the_multi_attribute_update_as_dynamodb_does(aws: Aws)
 # DynamoDB developer guide, "PartiQL insert statements": INSERT INTO table VALUE item, a tuple
 # whose attribute names are single-quoted; values may be parameters ("Running batch operations
 # with PartiQL"). A quote inside a name doubles.
-INSERT = f"INSERT INTO \"{BUSINESS_TABLE}\" VALUE {{'order_id': ?, 'it''s': ?, 'lines': ?}}"
+INSERT = f"INSERT INTO \"{BUSINESS_TABLE}\" VALUE {{'{ORDER_KEY}': ?, 'it''s': ?, 'lines': ?}}"
 ROW: list[dict[str, Any]] = [{"S": "o1"}, {"N": "1"}, {"L": [{"M": {"sku": {"S": "pen"}}}]}]
 
 
@@ -105,14 +106,14 @@ def test_stock_moto_cannot_run_a_parameterised_insert(aws: Aws) -> None:
 
 def test_patched_moto_inserts_once_then_answers_duplicate_item(aws: Aws) -> None:
     assert "Error" not in _insert(aws, ROW)
-    item = aws.dynamodb.get_item(TableName=BUSINESS_TABLE, Key={"order_id": {"S": "o1"}})["Item"]
-    assert item == {"order_id": {"S": "o1"}, "it's": {"N": "1"}, "lines": ROW[2]}
+    item = aws.dynamodb.get_item(TableName=BUSINESS_TABLE, Key={ORDER_KEY: {"S": "o1"}})["Item"]
+    assert item == {ORDER_KEY: {"S": "o1"}, "it's": {"N": "1"}, "lines": ROW[2]}
     # "If the DynamoDB table already has an item with the same primary key as the primary key
     # of the item being inserted, DuplicateItemException is returned"; nothing is overwritten.
     again = _insert(aws, [{"S": "o1"}, {"N": "2"}, {"L": []}])
     assert again["Error"]["Code"] == "DuplicateItem"
     assert "Item" not in again["Error"]  # the runtime reads the row instead
-    item = aws.dynamodb.get_item(TableName=BUSINESS_TABLE, Key={"order_id": {"S": "o1"}})["Item"]
+    item = aws.dynamodb.get_item(TableName=BUSINESS_TABLE, Key={ORDER_KEY: {"S": "o1"}})["Item"]
     assert item["it's"] == {"N": "1"}
 
 

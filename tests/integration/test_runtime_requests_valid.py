@@ -18,6 +18,7 @@ from tests.integration.test_runtime_world import (
     Aws,
     FakeContext,
     order_body,
+    put_legacy_row,
     record,
     separate_claim_orders,
     single_item_orders,
@@ -83,6 +84,7 @@ def test_every_request_of_every_branch_passes_botocore_validation(
 
     assert batch(order_body("sent"), order_body("pending")) == {"batchItemFailures": []}
     set_pending(aws, "pending", claims_in_items)  # its delivery died before publishing
+    put_legacy_row(aws, "clash", order_id="order-sent")  # the clash's key is already recorded
     response = batch(
         order_body("fresh"),
         order_body("fresh"),

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from handlers.orders import order_notification, order_writes
+from handlers.orders import ORDER_KEY, order_notification, order_writes
 from idempotent_messaging.runtime import Consumer, SingleItemEffect, WriteContext, env
 from tests.integration.runtime_faults import answer_with, rewrite_parsed
 from tests.integration.test_runtime_world import (
@@ -20,6 +20,7 @@ from tests.integration.test_runtime_world import (
     FakeContext,
     assert_exactly_once,
     order_body,
+    put_legacy_row,
     record,
     single_item_orders,
     sqs_event,
@@ -145,7 +146,7 @@ def test_a_pending_row_is_republished_then_marked_sent(world: Aws) -> None:
     # Put the row back to pending: the first delivery died between commit and publish.
     world.dynamodb.update_item(
         TableName=BUSINESS_TABLE,
-        Key={"order_id": {"S": "order-e1"}},
+        Key={ORDER_KEY: {"S": "e1"}},
         UpdateExpression="SET #s = :p",
         ExpressionAttributeNames={"#s": env.ITEM_CLAIM_STATUS},
         ExpressionAttributeValues={":p": {"S": env.STATUS_PENDING}},
@@ -248,7 +249,7 @@ def test_a_row_deleted_between_refusal_and_read_is_retried_not_poisoned(world: A
     run(world, record(order_body("e1")))
 
     def vanish(params: dict[str, Any], **_: Any) -> None:
-        world.dynamodb.delete_item(TableName=BUSINESS_TABLE, Key={"order_id": {"S": "order-e1"}})
+        world.dynamodb.delete_item(TableName=BUSINESS_TABLE, Key={ORDER_KEY: {"S": "e1"}})
 
     world.dynamodb.meta.events.register("before-call.dynamodb.BatchGetItem", vanish)
     rec = record(order_body("e1"))
@@ -259,7 +260,7 @@ def test_a_row_deleted_between_refusal_and_read_is_retried_not_poisoned(world: A
 def test_a_condition_beyond_key_absence_keeps_the_transaction(world: Aws) -> None:
     def guarded(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
         (put,) = order_writes(message, ctx)
-        put["Put"]["ConditionExpression"] = "attribute_not_exists(order_id) OR amount < :cap"
+        put["Put"]["ConditionExpression"] = f"attribute_not_exists({ORDER_KEY}) OR amount < :cap"
         put["Put"]["ExpressionAttributeValues"] = {":cap": {"N": "0"}}
         return [put]
 
@@ -270,29 +271,57 @@ def test_a_condition_beyond_key_absence_keeps_the_transaction(world: Aws) -> Non
     assert_exactly_once(world, {"e1": "order-e1"})
 
 
-def test_another_event_for_a_recorded_order_is_quarantined_as_semantic(world: Aws) -> None:
-    run(world, record(order_body("e1", order_id="o1")))
-    clash = record(order_body("e2", order_id="o1"))
-    fresh = record(order_body("e3"))
-    assert run(world, clash, fresh) == {"batchItemFailures": []}
+def _prefix_key(event_id: str) -> dict[str, str]:
+    """A derivation that is not one-to-one: ``o1/e1`` and ``o1/e2`` name one item ``o1``."""
+    return {ORDER_KEY: event_id.split("/")[0]}
+
+
+def _prefix_writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
+    (put,) = order_writes(message, ctx)
+    put["Put"]["Item"][ORDER_KEY] = {"S": ctx.event_id.split("/")[0]}
+    return [put]
+
+
+PREFIX_KEYED = Consumer(
+    writes=_prefix_writes,
+    notification=order_notification,
+    effect=SingleItemEffect(key=(ORDER_KEY,), key_of_event=_prefix_key),
+)
+
+
+def test_another_event_for_a_recorded_item_is_quarantined_as_semantic(world: Aws) -> None:
+    """Two event ids whose declared derivation names one item: the later meets the earlier's
+    claim in it and is a semantic failure, never a duplicate."""
+    run(world, record(order_body("o1/e1")), consumer=PREFIX_KEYED)
+    clash = record(order_body("o1/e2"))
+    fresh = record(order_body("o3/e3"))
+    assert run(world, clash, fresh, consumer=PREFIX_KEYED) == {"batchItemFailures": []}
     kind, reason = dlq_kinds(world)[clash["messageId"]]
     assert kind == "semantic" and "another event" in reason
-    rows = {r["order_id"]["S"]: r[env.ITEM_CLAIM_EVENT_ID]["S"] for r in world.order_rows()}
-    assert rows == {"o1": "e1", "order-e3": "e3"}
+    rows = {r[ORDER_KEY]["S"]: r[env.ITEM_CLAIM_EVENT_ID]["S"] for r in world.order_rows()}
+    assert rows == {"o1": "o1/e1", "o3": "o3/e3"}
 
 
-def test_two_events_for_one_order_in_one_batch_write_one_row_and_quarantine_the_other(
+def test_a_row_recorded_before_the_declaration_is_a_semantic_failure(world: Aws) -> None:
+    put_legacy_row(world, "e1")
+    rec = record(order_body("e1"))
+    assert run(world, rec) == {"batchItemFailures": []}
+    assert dlq_kinds(world)[rec["messageId"]][0] == "semantic"
+    assert world.order_rows() == [{ORDER_KEY: {"S": "e1"}, "order_id": {"S": "legacy"}}]
+
+
+def test_two_events_for_one_item_in_one_batch_write_one_row_and_quarantine_the_other(
     world: Aws,
 ) -> None:
     """Never two statements on one item in a call: the second INSERT goes in a later call,
     where the first's row refuses it and names another event."""
     statements = inserts(world)
-    first = record(order_body("e1", order_id="o1"))
-    second = record(order_body("e2", order_id="o1"))
-    assert run(world, first, second) == {"batchItemFailures": []}
+    first = record(order_body("o1/e1"))
+    second = record(order_body("o1/e2"))
+    assert run(world, first, second, consumer=PREFIX_KEYED) == {"batchItemFailures": []}
     assert [len(call) for call in statements[:2]] == [1, 1]
-    rows = {r["order_id"]["S"]: r[env.ITEM_CLAIM_EVENT_ID]["S"] for r in world.order_rows()}
-    assert rows == {"o1": "e1"}
+    rows = {r[ORDER_KEY]["S"]: r[env.ITEM_CLAIM_EVENT_ID]["S"] for r in world.order_rows()}
+    assert rows == {"o1": "o1/e1"}
     assert dlq_kinds(world)[second["messageId"]][0] == "semantic"
 
 
@@ -309,7 +338,7 @@ def _consumer(writes: Any) -> Consumer:
         writes=writes,
         notification=order_notification,
         namespace="order",
-        effect=SingleItemEffect(key=("order_id",)),
+        effect=SingleItemEffect.keyed_by_event_id(ORDER_KEY),
     )
 
 
@@ -325,21 +354,21 @@ def _consumer(writes: Any) -> Consumer:
             lambda m, ctx: [
                 {"Put": {"TableName": ctx.business_table, "Item": {"amount": {"N": "1"}}}}
             ],
-            "lacks the key attributes ['order_id']",
+            "lacks the key attributes ['event_id']",
         ),
         (
             lambda m, ctx: [
                 {
                     "Put": {
                         "TableName": ctx.business_table,
-                        "Item": {"order_id": {"S": "o"}, "claim_status": {"S": "sent"}},
+                        "Item": {ORDER_KEY: {"S": "e1"}, "claim_status": {"S": "sent"}},
                     }
                 }
             ],
             "sets the runtime's claim attributes ['claim_status']",
         ),
         (
-            lambda m, ctx: [{"Put": {"TableName": "other", "Item": {"order_id": {"S": "o"}}}}],
+            lambda m, ctx: [{"Put": {"TableName": "other", "Item": {ORDER_KEY: {"S": "e1"}}}}],
             "must target BUSINESS_TABLE",
         ),
     ],

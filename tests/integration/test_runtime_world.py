@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import botocore.awsrequest
 import botocore.session
 from moto.core.models import botocore_stubber
 
+from handlers.orders import ORDER_KEY
 from idempotent_messaging.runtime import Runtime, Settings, env
 from idempotent_messaging.runtime.clients import BOTOCORE_CONFIG
 
@@ -58,7 +60,11 @@ def record(
     fifo: bool = False,
 ) -> dict[str, Any]:
     """One SQS record as Lambda delivers it."""
-    attrs = {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": "1700000000000"}
+    # SQS stamps SentTimestamp (epoch ms) on every message it accepts: now, as a fresh send.
+    attrs = {
+        "ApproximateReceiveCount": str(receive_count),
+        "SentTimestamp": str(int(time.time() * 1000)),
+    }
     if group_id is not None:
         attrs["MessageGroupId"] = group_id
     queue = "orders.fifo" if fifo else "orders"
@@ -321,10 +327,11 @@ def create_world(
         ],
         BillingMode="PAY_PER_REQUEST",
     )
+    # The reference orders table as the stack creates it: keyed by the event (ORDER_KEY).
     dynamodb.create_table(
         TableName=BUSINESS_TABLE,
-        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": ORDER_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": ORDER_KEY, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
     topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
@@ -435,7 +442,8 @@ def separate_claim_orders(**options: Any) -> Any:
 
 
 def single_item_orders(**options: Any) -> Any:
-    """The orders plug-ins declaring their single-item effect (claim in the order row)."""
+    """The orders plug-ins declaring their single-item effect (claim in the order row, keyed
+    by the event)."""
     from handlers.orders import order_notification, order_writes
     from idempotent_messaging.runtime import Consumer, SingleItemEffect
 
@@ -444,18 +452,33 @@ def single_item_orders(**options: Any) -> Any:
         notification=order_notification,
         namespace="order",
         requires_business_table=True,
-        effect=SingleItemEffect(key=("order_id",)),
+        effect=SingleItemEffect.keyed_by_event_id(ORDER_KEY),
         **options,
     )
 
 
+def put_legacy_row(world: Aws, event_id: str, order_id: str = "legacy") -> None:
+    """A row already at the key the event ``event_id`` derives, holding no claim of that event
+    (written before the consumer existed, or by another writer): the event's write meets an
+    already recorded business key, a semantic failure in either placement."""
+    world.dynamodb.put_item(
+        TableName=BUSINESS_TABLE,
+        Item={ORDER_KEY: {"S": event_id}, "order_id": {"S": order_id}},
+    )
+
+
+def event_rows(world: Aws) -> dict[str, dict[str, Any]]:
+    """The order rows written by the consumer (legacy rows left out), by event id."""
+    return {row[ORDER_KEY]["S"]: row for row in world.order_rows() if "source_event_id" in row}
+
+
 def assert_exactly_once(world: Aws, event_to_order: dict[str, str]) -> list[dict[str, Any]]:
     """One row per distinct event, at least one notification each, every claim ``sent``."""
-    rows = world.order_rows()
-    by_order = {row["order_id"]["S"]: row for row in rows}
-    assert len(rows) == len(by_order) == len(set(event_to_order.values()))
+    by_event = event_rows(world)
+    assert set(by_event) == set(event_to_order)
     for event_id, order_id in event_to_order.items():
-        assert by_order[order_id]["source_event_id"]["S"] == event_id
+        assert by_event[event_id]["order_id"]["S"] == order_id
+        assert by_event[event_id]["source_event_id"]["S"] == event_id
     claims = {c["event_id"]["S"]: c["status"]["S"] for c in world.claims()}
     assert claims == {e: env.STATUS_SENT for e in event_to_order}
     notes = world.notifications()

@@ -16,7 +16,12 @@ from idempotent_messaging.runtime.claims import ItemClaims, StateTableClaims, st
 
 pytestmark = pytest.mark.unit
 
-EFFECT = SingleItemEffect(key=("tenant_id", "ledger_key"))
+EFFECT = SingleItemEffect(
+    key=("tenant_id", "ledger_key"),
+    key_of_event=lambda event_id: dict(
+        zip(("tenant_id", "ledger_key"), event_id.split(":"), strict=True)
+    ),
+)
 SETTINGS = Settings(state_table="state", dlq_url="dlq", business_table="t")
 
 
@@ -36,7 +41,7 @@ def put(condition: str | None, names: dict[str, str] | None = None, **extra: Any
 def test_the_effect_spells_its_own_guard_over_the_declared_key() -> None:
     both = "attribute_not_exists(tenant_id) AND attribute_not_exists(ledger_key)"
     assert EFFECT.condition == both
-    assert SingleItemEffect(key=("order_id",)).condition == "attribute_not_exists(order_id)"
+    assert SingleItemEffect.keyed_by_event_id().condition == "attribute_not_exists(event_id)"
 
 
 @pytest.mark.parametrize(

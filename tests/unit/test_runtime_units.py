@@ -250,8 +250,8 @@ def test_the_dispatcher_and_the_consumers_share_one_client_cache(
             "dynamodb",
             max_attempts=app.MAX_ATTEMPTS,
             max_pool_connections=10,
-            connect_timeout=app.BOTOCORE_DEFAULT_TIMEOUT_S,
-            read_timeout=app.BOTOCORE_DEFAULT_TIMEOUT_S,
+            connect_timeout=app.CONNECT_TIMEOUT_S,
+            read_timeout=app.READ_TIMEOUT_S,
         )
         is client
     )
@@ -273,5 +273,5 @@ def test_the_claim_placement_is_chosen_by_the_declared_effect_alone() -> None:
 
     settings = Settings(state_table="s", dlq_url="q", business_table="b")
     assert type(placement(None, object(), settings)) is StateTableClaims
-    effect = SingleItemEffect(key=("order_id",))
+    effect = SingleItemEffect.keyed_by_event_id("event_id")
     assert type(placement(effect, object(), settings)) is ItemClaims

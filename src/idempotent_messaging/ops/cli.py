@@ -1,4 +1,4 @@
-"""`python -m idempotent_messaging.ops`: consumers, DLQ peek / redrive / purge, and run-month.
+"""`python -m idempotent_messaging.ops`: consumers, DLQ peek/explain/redrive/purge, owed, run-month.
 
 Against real AWS (default credentials chain) or any emulator (`--endpoint-url`). Consumers and
 their queues come from stack outputs: `--stack S` (runs `pulumi stack output --json`),
@@ -64,6 +64,25 @@ def _parser() -> argparse.ArgumentParser:
     peek.add_argument(
         "--show-body", action="store_true", help="include message bodies (may hold PII)"
     )
+
+    explain = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="say per DLQ message whether its write was applied and a notification is owed",
+    )
+    target(explain)
+    explain.add_argument(
+        "--table",
+        required=True,
+        help="the table holding the consumer's claims: its state table, or its business table "
+        "when it keeps the claim in the business item (SingleItemEffect)",
+    )
+    explain.add_argument(
+        "--consumer-code",
+        help="module:ATTRIBUTE of the Consumer (e.g. handlers.orders:ORDERS): where its event "
+        "id comes from and how its claim key derives; default: body field event_id",
+    )
+    explain.add_argument("--max", type=int, default=10, help="messages to explain (default 10)")
 
     redrive = sub.add_parser(
         "redrive", parents=[common], help="move DLQ messages back to the source"
@@ -229,10 +248,35 @@ def cmd_peek(args: argparse.Namespace) -> int:
         print(
             f"- {m.message_id} receives={data['receive_count']}{group} body={data['body_bytes']} B"
         )
+        if m.reasonless:
+            print(
+                "    (no reason attributes: SQS's redrive policy moved it, e.g. after a process "
+                "death or timeout on its last receive; `explain` looks up its claim)"
+            )
         for name, value in m.reasons().items():
             print(f"    {name}: {value}")
         if args.show_body:
             print(f"    body: {m.body}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    consumer = _consumer(args)
+    sqs = _client(args, "sqs")
+    url = _url(sqs, consumer.dlq_url, consumer.dlq_arn)
+    code = dlq.load_consumer(args.consumer_code) if args.consumer_code else None
+    explained = dlq.explain(
+        sqs, _client(args, "dynamodb"), url, args.table, consumer=code, limit=args.max
+    )
+    if args.json:
+        print(json.dumps([e.to_json() for e in explained], indent=2))
+        return 0
+    print(f"{url}: explaining {len(explained)} message(s) from the claims in {args.table}")
+    for e in explained:
+        origin = "no reason (SQS redrive policy)" if e.reasonless else f"kind={e.failure_kind}"
+        print(f"- {e.message_id} event={e.event_id} {origin} claim={e.claim}")
+        print(f"    write applied: {e.write_applied}; notification owed: {e.notification_owed}")
+        print(f"    {e.advice}")
     return 0
 
 
@@ -350,6 +394,7 @@ COMMANDS = {
     "owed": cmd_owed,
     "consumers": cmd_consumers,
     "peek": cmd_peek,
+    "explain": cmd_explain,
     "redrive": cmd_redrive,
     "purge": cmd_purge,
     "run-month": cmd_run_month,

@@ -1,18 +1,30 @@
-"""DLQ operations: peek without consuming, FIFO-safe redrive, purge.
+"""DLQ operations: peek without consuming, explain, FIFO-safe redrive, purge.
 
 Works with any SQS endpoint: real AWS or the emulator (the client decides which).
+
+``explain`` says, per DLQ message, what happened to its event: a copy the runtime quarantined
+carries its reason; a copy WITHOUT reason attributes was moved by SQS's own redrive policy
+(the consumer died or timed out on the message's last receive, or could not quarantine it),
+and only its claim can tell whether the business write was applied and whether a notification
+is owed. The claim is looked up where the consumer keeps it (the state table, or the business
+item its ``SingleItemEffect`` derives from the event id), so a redrive or a republish is an
+informed one.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
+
+from idempotent_messaging.runtime import env as runtime_env
 
 RECEIVE_MAX = 10
 # How long peeked / in-transit messages stay hidden from other readers while we hold them.
@@ -64,6 +76,12 @@ class PeekedMessage:
         ordered.update({k: v for k, v in plain.items() if k not in ordered})
         return ordered
 
+    @property
+    def reasonless(self) -> bool:
+        """No reason attributes: not a runtime quarantine copy but SQS's redrive policy (the
+        consumer died or timed out on the last receive, or could not quarantine it)."""
+        return "failure_kind" not in self.message_attributes
+
     def to_json(self, include_body: bool) -> dict[str, Any]:
         data: dict[str, Any] = {
             "message_id": self.message_id,
@@ -72,6 +90,7 @@ class PeekedMessage:
             "group_id": self.group_id,
             "dedup_id": self.dedup_id,
             "reasons": self.reasons(),
+            "reasonless": self.reasonless,
             "body_bytes": len(self.body.encode()),
         }
         if include_body:
@@ -222,12 +241,26 @@ def _sent_at(message: dict[str, Any]) -> float:
     return int(message.get("Attributes", {}).get("SentTimestamp", "0")) / 1000
 
 
+MAX_MESSAGE_ATTRIBUTES = 10  # SQS: at most 10 message attributes per message
+
+
 def _send_entry(message: dict[str, Any], fifo: bool, dedup_id: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"Id": "0", "MessageBody": message["Body"]}
     attributes = {}
     for name, value in message.get("MessageAttributes", {}).items():
         kept = {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
         attributes[name] = kept
+    # The resend is a NEW message (new SentTimestamp, fresh retention): carry the event's
+    # first-seen time, so the consumer can refuse a copy older than its claim. A runtime copy
+    # carries it already; a reasonless one gets its DLQ SentTimestamp (a standard queue keeps
+    # the original enqueue time in the DLQ; a FIFO DLQ resets it: the best known).
+    sent = message.get("Attributes", {}).get("SentTimestamp")
+    if (
+        runtime_env.FIRST_SEEN_ATTRIBUTE not in attributes
+        and sent
+        and len(attributes) < MAX_MESSAGE_ATTRIBUTES
+    ):
+        attributes[runtime_env.FIRST_SEEN_ATTRIBUTE] = {"DataType": "Number", "StringValue": sent}
     if attributes:
         entry["MessageAttributes"] = attributes
     if fifo:
@@ -408,3 +441,229 @@ def purge(sqs: Any, url: str) -> None:
                 f"{url}: a purge is already in progress (SQS allows one per 60 s)"
             ) from None
         raise
+
+
+# --- explain: what happened to each DLQ message's event ---------------------------------------
+@dataclass
+class Explanation:
+    message_id: str
+    reasonless: bool
+    """No reason attributes: moved by SQS's redrive policy, not quarantined by the runtime."""
+    failure_kind: str | None
+    event_id: str | None
+    first_seen_ms: int | None
+    claim: str
+    """``absent``, ``pending``, ``sent``, ``another event``, or ``unknown`` (with why)."""
+    write_applied: bool | None
+    """Whether the event's business write was applied (None: cannot tell)."""
+    notification_owed: bool | None
+    advice: str
+    claim_key: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "reasonless": self.reasonless,
+            "failure_kind": self.failure_kind,
+            "event_id": self.event_id,
+            "first_seen_ms": self.first_seen_ms,
+            "claim": self.claim,
+            "claim_key": self.claim_key,
+            "write_applied": self.write_applied,
+            "notification_owed": self.notification_owed,
+            "advice": self.advice,
+        }
+
+
+def load_consumer(spec: str) -> Any:
+    """``module:ATTRIBUTE`` (``handlers.orders:ORDERS``): the consumer whose declarations say
+    where its event id comes from and where its claims live."""
+    from idempotent_messaging.runtime import Consumer
+
+    module, _, attribute = spec.partition(":")
+    if not module or not attribute:
+        raise OpsError(f"--consumer-code {spec!r}: expected module:ATTRIBUTE")
+    try:
+        consumer = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise OpsError(f"--consumer-code {spec!r}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(consumer, Consumer):
+        raise OpsError(f"--consumer-code {spec!r} is a {type(consumer).__name__}, not a Consumer")
+    return consumer
+
+
+def _lambda_record(message: PeekedMessage) -> dict[str, Any]:
+    """The DLQ message as the consumer's ``EventIdFrom*`` reads a record."""
+    return {
+        "messageId": message.message_id,
+        "body": message.body,
+        "attributes": message.attributes,
+        "messageAttributes": {
+            name: {"stringValue": value.get("StringValue"), "dataType": value.get("DataType")}
+            for name, value in message.message_attributes.items()
+        },
+    }
+
+
+def _event_id(message: PeekedMessage, consumer: Any | None) -> tuple[str | None, Any, str]:
+    """(event id or None, the decoded body or None, why not)."""
+    try:
+        body: Any = json.loads(message.body)
+    except ValueError:
+        body = None
+    if consumer is not None:
+        from idempotent_messaging.runtime.errors import PoisonMessage
+
+        try:
+            return consumer.event_id.extract(_lambda_record(message), body), body, ""
+        except PoisonMessage as exc:
+            return None, body, exc.reason
+    attribute = message.message_attributes.get("event_id", {}).get("StringValue")
+    if attribute:
+        return str(attribute), body, ""
+    if isinstance(body, Mapping) and isinstance(body.get(runtime_env.EVENT_ID_KEY), str):
+        return str(body[runtime_env.EVENT_ID_KEY]), body, ""
+    return None, body, "no event id found (pass --consumer-code to read it as the consumer does)"
+
+
+def _claim_key(
+    dynamodb: Any, table: str, event_id: str, body: Any, consumer: Any | None
+) -> dict[str, Any]:
+    """The key of the event's claim in ``table``: derived from the event id by the consumer's
+    ``SingleItemEffect``, else the state-table layout the table's schema shows."""
+    if consumer is not None and consumer.effect is not None:
+        derived = consumer.effect.key_of_event(event_id)
+        key: dict[str, Any] = consumer.effect.derived_key(derived)
+        return key
+    schema = dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+    names = [part["AttributeName"] for part in schema]
+    if len(names) == 1:
+        return {names[0]: {"S": event_id}}
+    if consumer is None or consumer.tenant is None:
+        raise OpsError(
+            f"{table} is keyed by {names}: pass --consumer-code so the tenant and namespace of "
+            "each event can be derived"
+        )
+    from idempotent_messaging.runtime.claims import state_key
+
+    tenant = consumer.tenant(body)
+    return state_key(
+        tenant_layout=True, event_id=event_id, namespace=consumer.namespace, tenant=tenant
+    ).key
+
+
+def _verdict(item: Mapping[str, Any] | None, event_id: str) -> tuple[str, bool | None, bool | None]:
+    """(claim, write applied, notification owed) from the item found at the claim's key."""
+    if not item:
+        return "absent", False, False
+    if runtime_env.ITEM_CLAIM_STATUS in item or runtime_env.ITEM_CLAIM_EVENT_ID in item:
+        if item.get(runtime_env.ITEM_CLAIM_EVENT_ID, {}).get("S") != event_id:
+            return "another event", False, False
+        status = item.get(runtime_env.ITEM_CLAIM_STATUS, {}).get("S")
+    else:
+        status = item.get("status", {}).get("S")
+    if status == runtime_env.STATUS_SENT:
+        return "sent", True, False
+    if status == runtime_env.STATUS_PENDING:
+        return "pending", True, True
+    if "status" not in item and runtime_env.ITEM_CLAIM_STATUS not in item:
+        # An item at the event's key holding no claim at all (written by someone else).
+        return "another event", False, False
+    return f"unknown (status {status!r})", None, None
+
+
+_ADVICE = {
+    "absent": "the business write was NOT applied (no claim): a redrive applies it once",
+    "pending": (
+        "the business write WAS applied and its notification is OWED (never published, or "
+        "published and not marked): a redrive publishes it (the redelivery meets the pending "
+        "claim and publishes only), or `ops owed --republish` if the claim stores it"
+    ),
+    "sent": (
+        "the business write WAS applied and the notification sent: nothing is owed; a redrive "
+        "is skipped as a duplicate, so the copy can be deleted"
+    ),
+    "another event": (
+        "the item at this event's key holds another event's effect (or none of ours): this "
+        "event's write was NOT applied and a redrive is quarantined as semantic; decide by hand"
+    ),
+}
+
+
+def explain_message(
+    message: PeekedMessage,
+    dynamodb: Any,
+    table: str,
+    *,
+    consumer: Any | None = None,
+) -> Explanation:
+    """What one DLQ message's claim says about its event."""
+    reasons = message.reasons()
+    first_seen = reasons.get(runtime_env.FIRST_SEEN_ATTRIBUTE) or message.attributes.get(
+        "SentTimestamp"
+    )
+    event_id, body, why = _event_id(message, consumer)
+    base: dict[str, Any] = {
+        "message_id": message.message_id,
+        "reasonless": message.reasonless,
+        "failure_kind": reasons.get("failure_kind"),
+        "event_id": event_id,
+        "first_seen_ms": int(first_seen) if first_seen and first_seen.isdigit() else None,
+    }
+    if event_id is None:
+        return Explanation(
+            **base,
+            claim="unknown",
+            write_applied=False if not message.reasonless else None,
+            notification_owed=None,
+            advice=f"no event id, so no claim to look up ({why}); fix the message or drop it",
+        )
+    try:
+        key = _claim_key(dynamodb, table, event_id, body, consumer)
+    except OpsError:
+        raise
+    except Exception as exc:  # the consumer's derivation refused this message
+        return Explanation(
+            **base,
+            claim="unknown",
+            write_applied=None,
+            notification_owed=None,
+            advice=f"its claim key cannot be derived ({type(exc).__name__}); nothing was looked up",
+        )
+    item = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    claim, applied, owed = _verdict(item, event_id)
+    advice = _ADVICE.get(claim, "the claim's status is not one the runtime writes: look at it")
+    if message.reasonless:
+        advice = (
+            "SQS moved this copy with no reason (a process death or timeout on its last "
+            f"receive, or a failed quarantine): {advice}"
+        )
+    if reasons.get("failure_kind") == "beyond_dedup_horizon":
+        advice = (
+            "refused as older than its claim can be: a redrive is refused again; "
+            f"if applied by hand, know that {advice}"
+        )
+    return Explanation(
+        **base,
+        claim=claim,
+        write_applied=applied,
+        notification_owed=owed,
+        advice=advice,
+        claim_key={name: next(iter(value.values())) for name, value in key.items()},
+    )
+
+
+def explain(
+    sqs: Any,
+    dynamodb: Any,
+    dlq_url: str,
+    table: str,
+    *,
+    consumer: Any | None = None,
+    limit: int = 10,
+) -> list[Explanation]:
+    """Peek up to ``limit`` DLQ messages (consuming none) and explain each from its claim."""
+    return [
+        explain_message(message, dynamodb, table, consumer=consumer)
+        for message in peek(sqs, dlq_url, limit)
+    ]

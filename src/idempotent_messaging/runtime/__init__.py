@@ -25,8 +25,11 @@ Public API (stable; see docs/runtime.md for the full contract)::
         namespace="charge",                 # tenant layout: sk = "<namespace>#<event id>"
         tenant=lambda message: message["tenant_id"],  # required when STATE_KEY_LAYOUT=tenant
         requires_business_table=True,       # refuse to run without BUSINESS_TABLE
-        effect=SingleItemEffect(key=("order_id",)),  # optional: the effect is ONE item keyed
-                                            # by these attributes; the claim lives in it
+        effect=SingleItemEffect.keyed_by_event_id("event_id"),  # optional: the effect is
+                                            # ONE item whose key derives from the event id
+                                            # (or SingleItemEffect(key=(...), key_of_event=f));
+                                            # the claim lives in it
+        event_time=EventTimeFromBody("occurred_at"),  # optional: the event's own time
     )
 
     handler = lambda_handler(CONSUMER)  # Powertools Logger (context keys) + Metrics flush
@@ -40,12 +43,14 @@ explicitly (tests). One message's path, module by module, is drawn in docs/runti
 
 from __future__ import annotations
 
-from idempotent_messaging.runtime.claims import SingleItemEffect
+from idempotent_messaging.runtime.claims import KeyIsEventId, SingleItemEffect
 from idempotent_messaging.runtime.consumer import (
     Consumer,
     EventIdFromAttribute,
     EventIdFromBody,
     EventIdFromContentHash,
+    EventTimeFromAttribute,
+    EventTimeFromBody,
     WriteContext,
 )
 from idempotent_messaging.runtime.entry import lambda_handler
@@ -66,7 +71,10 @@ __all__ = [
     "EventIdFromAttribute",
     "EventIdFromBody",
     "EventIdFromContentHash",
+    "EventTimeFromAttribute",
+    "EventTimeFromBody",
     "FailureClass",
+    "KeyIsEventId",
     "Notification",
     "Outcome",
     "PoisonKind",

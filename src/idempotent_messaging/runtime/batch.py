@@ -83,6 +83,17 @@ class DecodedMessage:
     key: StateKey
     items: list[TransactItem]
     notification: Notification | None
+    event_time_ms: int | None = None
+    """The producer's own time of the event, when the consumer's contract carries one."""
+
+
+STATUS_READ_ATTEMPTS = 5
+"""BatchGetItem rounds for the keys DynamoDB leaves unprocessed (it may, for any reason, e.g.
+throttling; the API reference asks for a retry with exponential backoff): 50 ms x 2^n,
++-50 % jitter between rounds, each behind the remaining-time guard."""
+DEDUP_HORIZON_MARGIN_SECONDS = 3600
+"""A copy is refused once ``first seen + claim TTL <= now + this``: more than one invocation
+(at most 15 minutes) plus clock skew between SQS's timestamps and the function's clock."""
 
 
 class Stage(enum.Enum):
@@ -116,6 +127,18 @@ class RecordState:
     reason: str | None = None
     attempts: int = 1
     notification_id: str | None = None
+    first_seen_ms: int | None = None
+    """The earliest time known of this event (epoch ms): the carried first-seen attribute,
+    SQS's SentTimestamp of this copy, the producer's event time."""
+    first_seen_from: str = ""
+
+    def saw(self, epoch_ms: int | None, source: str) -> None:
+        if (
+            epoch_ms is not None
+            and epoch_ms > 0
+            and (self.first_seen_ms is None or epoch_ms < self.first_seen_ms)
+        ):
+            self.first_seen_ms, self.first_seen_from = epoch_ms, source
 
     @property
     def key(self) -> StateKey | None:
@@ -190,7 +213,7 @@ class BatchRun:
         except (TypeError, ValueError):
             receive_count = 1
         body = raw.get("body")
-        return RecordState(
+        rec = RecordState(
             index=index,
             raw=raw,
             message_id=str(raw.get("messageId", f"record-{index}")),
@@ -198,6 +221,13 @@ class BatchRun:
             receive_count=receive_count,
             group_id=attributes.get("MessageGroupId"),
         )
+        # SQS's SentTimestamp of THIS copy (a quarantine or a redrive makes a new message)...
+        rec.saw(_epoch_ms(attributes.get("SentTimestamp")), "SentTimestamp")
+        # ...and the first-seen time earlier copies carried forward.
+        carried = (raw.get("messageAttributes") or {}).get(env.FIRST_SEEN_ATTRIBUTE)
+        if isinstance(carried, Mapping):
+            rec.saw(_epoch_ms(carried.get("stringValue")), env.FIRST_SEEN_ATTRIBUTE)
+        return rec
 
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -299,6 +329,9 @@ class BatchRun:
                 continue
             rec.event_id = decoded.event_id
             rec.notification = decoded.notification
+            rec.saw(decoded.event_time_ms, "the event time")
+            if self._beyond_horizon(rec):
+                continue
             rec.claim = self.claims.claim(
                 key=decoded.key,
                 event_id=decoded.event_id,
@@ -307,6 +340,23 @@ class BatchRun:
                 status=env.STATUS_PENDING if decoded.notification else env.STATUS_SENT,
                 now=self.now,
             )
+
+    def _beyond_horizon(self, rec: RecordState) -> bool:
+        """A copy first seen longer ago than its claim is known to live may meet no claim
+        although its effect was applied (the claim expired): refused, never applied again."""
+        horizon = self.claims.dedup_horizon_seconds
+        if horizon is None or rec.first_seen_ms is None:
+            return False
+        first_seen = rec.first_seen_ms // 1000
+        if first_seen + horizon > self.now + DEDUP_HORIZON_MARGIN_SECONDS:
+            return False
+        rec.poison(
+            PoisonKind.BEYOND_DEDUP_HORIZON,
+            f"first seen {self.now - first_seen} s ago (from {rec.first_seen_from}); its claim "
+            f"is kept {horizon} s ({env.CLAIM_TTL_SECONDS}) and may have expired, so applying "
+            "it could apply its effect a second time; nothing was written",
+        )
+        return True
 
     def _mark_in_batch_duplicates(self) -> None:
         """Two records of one event in a batch: only the first goes to DynamoDB (a transaction
@@ -534,33 +584,56 @@ class BatchRun:
         """Statuses of the duplicates whose refusal did not carry the existing claim."""
         pending = self._hold_back(self._live(Stage.NEED_READ))
         for start in range(0, len(pending), BATCH_GET_MAX_KEYS):
-            chunk = pending[start : start + BATCH_GET_MAX_KEYS]
-            if not self._time_ok(chunk):
-                continue
+            self._read_status_chunk(pending[start : start + BATCH_GET_MAX_KEYS])
+
+    def _read_status_chunk(self, todo: list[RecordState]) -> None:
+        """One consistent BatchGetItem, then again for the keys DynamoDB left unprocessed
+        (backoff with jitter, ``STATUS_READ_ATTEMPTS`` rounds, each behind the time guard): an
+        unprocessed key says nothing about the claim, so it is never a verdict."""
+        for attempt in range(1, STATUS_READ_ATTEMPTS + 1):
+            if not todo or not self._time_ok(todo):
+                return
             try:
                 statuses, unprocessed = self.claims.read_statuses(
-                    [r.key for r in chunk if r.key], [r.event_id or "" for r in chunk if r.key]
+                    [r.key for r in todo if r.key], [r.event_id or "" for r in todo if r.key]
                 )
             except (ClientError, BotoCoreError) as exc:
-                for rec in chunk:
+                for rec in todo:
                     rec.fail(classify_exception(exc), f"status read failed: {short_error(exc)}")
-                continue
-            for rec in chunk:
+                return
+            retry = []
+            for rec in todo:
                 assert rec.key is not None
                 if rec.key.label in unprocessed:
-                    rec.fail(FailureClass.TRANSIENT, "status read left unprocessed")
-                elif statuses.get(rec.key.label) is None and rec.key_existed:
-                    # Its INSERT was refused because the item existed; now it is gone.
-                    rec.fail(FailureClass.TRANSIENT, "item vanished after its key was refused")
-                elif statuses.get(rec.key.label) is None and self.claims.absent_claim_is_semantic:
-                    rec.poison(
-                        PoisonKind.SEMANTIC,
-                        "business write was cancelled: ConditionalCheckFailed; nothing was written",
-                    )
-                elif statuses.get(rec.key.label) is None:
-                    rec.fail(FailureClass.TRANSIENT, "claim vanished after its condition failed")
+                    retry.append(rec)
                 else:
-                    self._apply_status(rec, statuses[rec.key.label])
+                    self._status_read(rec, statuses)
+            if retry and attempt == STATUS_READ_ATTEMPTS:
+                for rec in retry:
+                    rec.fail(
+                        FailureClass.TRANSIENT,
+                        f"status read left unprocessed by DynamoDB {attempt} times",
+                    )
+                return
+            if retry:
+                self.sleep(transaction_backoff(attempt))
+            todo = retry
+
+    def _status_read(self, rec: RecordState, statuses: Mapping[str, str | None]) -> None:
+        """What a processed key of the status read says of ``rec``."""
+        assert rec.key is not None
+        if statuses.get(rec.key.label) is None and rec.key_existed:
+            # Its INSERT was refused because the item existed; now it is gone.
+            rec.fail(FailureClass.TRANSIENT, "item vanished after its key was refused")
+        elif statuses.get(rec.key.label) is None and self.claims.absent_claim_is_semantic:
+            rec.poison(
+                PoisonKind.SEMANTIC,
+                "business write was cancelled: ConditionalCheckFailed; nothing was written",
+            )
+        elif statuses.get(rec.key.label) is None:
+            rec.fail(FailureClass.TRANSIENT, "claim vanished after its condition failed")
+        else:
+            self._apply_status(rec, statuses[rec.key.label])
 
     # --- stage 4: notifications --------------------------------------------------------------
     def _publish(self) -> None:
@@ -746,6 +819,7 @@ class BatchRun:
                 group_id=rec.group_id,
                 original_attributes=rec.raw.get("messageAttributes") or {},
                 event_id_attribute=self.event_id_attribute,
+                first_seen_ms=rec.first_seen_ms,
             )
             for rec in copyable
         ]
@@ -768,6 +842,14 @@ class BatchRun:
                     _quarantine_failed(rec, error)
                 else:
                     rec.finish(Outcome.QUARANTINED)
+
+
+def _epoch_ms(value: Any) -> int | None:
+    """An SQS timestamp (epoch milliseconds as text), None when absent or unreadable."""
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return None
 
 
 def _insert_of(rec: RecordState) -> dict[str, Any]:

@@ -3,12 +3,12 @@
 * No ``effect`` declared: ``StateTableClaims``. The claim is its own item in the state table,
   keyed by the event (``state_key``); it commits with the consumer's business writes in one
   TransactWriteItems, for effects of any shape.
-* ``effect=SingleItemEffect(key=...)``: ``ItemClaims``. The effect is ONE business item and
-  the claim lives in it (``claim_event_id``, ``claim_status``, ...): one conditional Put
-  writes both. When that Put adds no condition of its own to the declared effect
-  (``SingleItemEffect.creates``), the claim needs no transaction: on a standard queue it is
-  a PartiQL INSERT (``Claim.insert``), 1 write unit, and a duplicate refuses its statement
-  alone (``DuplicateItem``).
+* ``effect=SingleItemEffect(key=..., key_of_event=...)``: ``ItemClaims``. The effect is ONE
+  business item whose key derives from the event id, and the claim lives in it
+  (``claim_event_id``, ``claim_status``, ...): one conditional Put writes both. When that Put
+  adds no condition of its own to the declared effect (``SingleItemEffect.creates``), the
+  claim needs no transaction: on a standard queue it is a PartiQL INSERT (``Claim.insert``),
+  1 write unit, and a duplicate refuses its statement alone (``DuplicateItem``).
 
 ``placement`` is the one place that chooses. Both placements answer the same calls, one
 method per DynamoDB call (the batch decides chunking, retries and failure classes):
@@ -20,7 +20,7 @@ call is ``env.STATE_TABLE_ACTIONS`` / ``env.BUSINESS_TABLE_ACTIONS``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -99,24 +99,58 @@ def _check_key_bytes(value: str, what: str, limit: int) -> None:
 
 
 # --- the declaration ---------------------------------------------------------------------------
+KeyOfEvent = Callable[[str], Mapping[str, Any]]
+"""``key_of_event(event_id) -> {key attribute: value}``: how a single item's key derives from
+the event id (a value is a string, or a low-level AttributeValue such as ``{"N": "7"}``)."""
+
+
+@dataclass(frozen=True)
+class KeyIsEventId:
+    """The item's one key attribute holds the event id itself (the orders row, keyed by its
+    event): ``SingleItemEffect.keyed_by_event_id(attribute)``."""
+
+    attribute: str = env.EVENT_ID_KEY
+
+    def __call__(self, event_id: str) -> dict[str, str]:
+        return {self.attribute: event_id}
+
+    def __str__(self) -> str:
+        return f"{self.attribute} = the event id"
+
+
 @dataclass(frozen=True)
 class SingleItemEffect:
     """A consumer's declaration: "my business effect is ONE item whose key derives from the
-    event" (one order row per order, one ledger row per tenant/employee/month).
+    event id" (one order row per order event, one ledger row per tenant/employee/month).
 
-    Then ``writes`` returns exactly one ``Put`` on ``BUSINESS_TABLE`` holding the ``key``
-    attributes, and the runtime keeps the claim IN that item (``claim_event_id``,
-    ``claim_status`` ``pending``/``sent``, ...), guarded by the item's own condition
-    (``attribute_not_exists`` over ``key``, and the Put's own condition if any): one write
-    instead of two. A redelivery finds the item: its ``claim_event_id`` is this event (a
-    duplicate: ``sent`` -> skip, ``pending`` -> publish, then mark) or another event (a
-    semantic failure: the item already holds another event's effect). The claim lives as long
-    as the item: no TTL. Never guessed: a consumer without this declaration keeps the separate
-    claim item (``StateTableClaims``).
+    ``key`` names the item's key attributes and ``key_of_event`` says how their values derive
+    from the event id; both are required. Then ``writes`` returns exactly one ``Put`` on
+    ``BUSINESS_TABLE`` whose key is exactly ``key_of_event(event_id)``, and the runtime keeps
+    the claim IN that item (``claim_event_id``, ``claim_status`` ``pending``/``sent``, ...),
+    guarded by the item's own condition (``attribute_not_exists`` over ``key``, and the Put's
+    own condition if any): one write instead of two. A redelivery finds the item: its
+    ``claim_event_id`` is this event (a duplicate: ``sent`` -> skip, ``pending`` -> publish,
+    then mark) or another event (a semantic failure: the item already holds another event's
+    effect). The claim lives as long as the item: no TTL.
+
+    Why the derivation is required: the claim is the item's existence, so it is a claim of the
+    event only if the event id alone decides which item that is. A key taken from the body
+    (``order_id``) would let the same event id, re-sent with another ``order_id``, claim a
+    second item and apply its effect twice. A Put whose key is not the derived one is refused
+    per record (``schema`` poison naming the rule, nothing written); a declaration without a
+    derivation is refused here, at construction. Never guessed: a consumer without this
+    declaration keeps the separate claim item (``StateTableClaims``), for keys of its own.
     """
 
     key: tuple[str, ...]
     """The business table's key attribute names (partition key, then sort key if any)."""
+    key_of_event: KeyOfEvent | None = None
+    """How the key's values derive from the event id (``KeyIsEventId``, or a function)."""
+
+    @classmethod
+    def keyed_by_event_id(cls, attribute: str = env.EVENT_ID_KEY) -> SingleItemEffect:
+        """The item's partition key ``attribute`` IS the event id (no sort key)."""
+        return cls(key=(attribute,), key_of_event=KeyIsEventId(attribute))
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.key) <= 2 or not all(isinstance(k, str) and k for k in self.key):
@@ -127,6 +161,54 @@ class SingleItemEffect:
         reserved = set(self.key) & set(env.ITEM_CLAIM_ATTRIBUTES)
         if reserved:
             raise ValueError(f"SingleItemEffect(key={self.key!r}): {sorted(reserved)} reserved")
+        if self.key_of_event is None or not callable(self.key_of_event):
+            raise ValueError(
+                f"SingleItemEffect(key={self.key!r}) declares no key_of_event: a claim kept in "
+                "the business item is accepted only where the item's key derives from the "
+                "event id (else the same event id with another key in its body would claim a "
+                "second item). Key the item by the event "
+                "(SingleItemEffect.keyed_by_event_id(...)), declare "
+                "key_of_event=<event id -> key>, or drop effect= to keep the claim in the "
+                "state table"
+            )
+        if isinstance(self.key_of_event, KeyIsEventId) and self.key != (
+            self.key_of_event.attribute,
+        ):
+            raise ValueError(
+                f"SingleItemEffect(key={self.key!r}): key_of_event={self.key_of_event} derives "
+                f"only ({self.key_of_event.attribute!r},)"
+            )
+
+    @property
+    def rule(self) -> str:
+        """The derivation, as reasons name it."""
+        fn = self.key_of_event
+        if isinstance(fn, KeyIsEventId):
+            return str(fn)
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        return f"{', '.join(self.key)} = {name}(event id)"
+
+    def derived_key(self, derived: Any) -> dict[str, dict[str, Any]]:
+        """The low-level key from what ``key_of_event`` returned; SchemaError when it does not
+        name exactly the declared key attributes, PoisonMessage (invalid event id) when a value
+        exceeds DynamoDB's key limits (partition key 2,048 bytes, sort key 1,024)."""
+        if not isinstance(derived, Mapping) or set(derived) != set(self.key):
+            raise SchemaError(
+                f"key_of_event ({self.rule}) must return exactly the key attributes "
+                f"{list(self.key)}"
+            )
+        key: dict[str, dict[str, Any]] = {}
+        for position, name in enumerate(self.key):
+            value = derived[name]
+            attribute = {"S": value} if isinstance(value, str) else value
+            if not isinstance(attribute, Mapping) or len(attribute) != 1:
+                raise SchemaError(f"key_of_event ({self.rule}) gave {name!r} no key value")
+            if "S" in attribute:
+                limit = MAX_PARTITION_KEY_BYTES if position == 0 else MAX_SORT_KEY_BYTES
+                which = "partition" if position == 0 else "sort"
+                _check_key_bytes(str(attribute["S"]), f"{which} key {name!r}", limit)
+            key[name] = dict(attribute)
+        return key
 
     @property
     def condition(self) -> str:
@@ -151,8 +233,14 @@ class SingleItemEffect:
         condition = put.get("ConditionExpression")
         return not condition or condition in self.new_item_conditions
 
-    def check(self, items: Sequence[TransactItem], business_table: str | None) -> None:
-        """SchemaError unless ``items`` is exactly one Put on ``business_table`` with the key."""
+    def check(
+        self,
+        items: Sequence[TransactItem],
+        business_table: str | None,
+        key: Mapping[str, Any] | None = None,
+    ) -> None:
+        """SchemaError unless ``items`` is exactly one Put on ``business_table`` whose key is
+        ``key``, the one the event id derives (``derived_key``)."""
         if len(items) != 1 or "Put" not in items[0]:
             raise SchemaError(
                 f"writes() returned {len(items)} items; a single-item consumer returns one Put"
@@ -167,6 +255,13 @@ class SingleItemEffect:
         reserved = sorted(set(item) & set(env.ITEM_CLAIM_ATTRIBUTES))
         if reserved:
             raise SchemaError(f"writes() Put sets the runtime's claim attributes {reserved}")
+        if key is not None and any(item[name] != key[name] for name in self.key):
+            # Never a silent skip nor a second item: the claim would not be the event's.
+            raise SchemaError(
+                f"writes() Put key {list(self.key)} is not the one the event id derives "
+                f"({self.rule}); a claim kept in the business item is accepted only for that "
+                "key; nothing was written"
+            )
 
 
 # --- what a placement builds and answers --------------------------------------------------------
@@ -278,6 +373,10 @@ class _Placement:
     """What both placements share: the client and the calls whose shape does not differ."""
 
     absent_claim_is_semantic: bool
+    dedup_horizon_seconds: int | None
+    """How long a claim is known to live (its TTL); None: as long as the item (no TTL). A copy
+    of a message first seen longer ago than this may meet no claim although its effect was
+    applied: the batch refuses it (``beyond_dedup_horizon``)."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -307,6 +406,7 @@ class StateTableClaims(_Placement):
         super().__init__(client)
         self._settings = settings
         self._table = settings.state_table
+        self.dedup_horizon_seconds = settings.claim_ttl_seconds
 
     def claim(
         self,
@@ -462,6 +562,8 @@ class ItemClaims(_Placement):
     absent_claim_is_semantic = True
     """The item's condition failed, yet no item exists: the Put's own condition failed on a
     new item, a property of the message (semantic), not a vanished claim."""
+    dedup_horizon_seconds = None
+    """The claim lives as long as the item: no horizon."""
 
     def __init__(self, client: Any, settings: Settings, effect: SingleItemEffect) -> None:
         assert settings.business_table  # Consumer.check requires it

@@ -10,6 +10,8 @@ event id (``EventIdFrom*``), the key, ``writes()`` checked against DynamoDB's va
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import decimal
 import hashlib
 import json
@@ -99,6 +101,67 @@ class EventIdFromContentHash:
     def extract(self, record: Mapping[str, Any], message: Any) -> str:
         body = record.get("body") or ""
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+# --- the event's own time: a producer re-send is a new SQS message, the event is not ----------
+class EventTimeSource(Protocol):
+    """Where the producer puts the event's own time (its first-seen time, in epoch ms)."""
+
+    def extract(self, record: Mapping[str, Any], message: Any) -> int: ...
+
+
+def _event_time_ms(value: Any, where: str) -> int:
+    """Epoch seconds (a JSON number) or ISO 8601 text with a UTC offset -> epoch ms."""
+    if isinstance(value, bool):
+        value = None
+    if isinstance(value, int | Decimal):
+        try:
+            return int(Decimal(value) * 1000)
+        except (InvalidOperation, ValueError, OverflowError):
+            pass
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return int(parsed.timestamp() * 1000)
+    raise SchemaError(f"{where} is not epoch seconds nor ISO 8601 text with a UTC offset")
+
+
+@dataclass(frozen=True)
+class EventTimeFromBody:
+    """The event's time as a field of the decoded JSON body (dotted ``path``): epoch seconds,
+    or ISO 8601 text with a UTC offset. Declared, it is part of the contract: missing or
+    unreadable is ``schema`` poison."""
+
+    path: str
+
+    def extract(self, record: Mapping[str, Any], message: Any) -> int:
+        value: Any = message
+        for part in self.path.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                raise SchemaError(f"body has no event time field {self.path!r}")
+            value = value[part]
+        return _event_time_ms(value, f"event time field {self.path!r}")
+
+
+@dataclass(frozen=True)
+class EventTimeFromAttribute:
+    """The event's time as an SQS message attribute (String or Number): epoch seconds, or ISO
+    8601 text with a UTC offset."""
+
+    name: str
+
+    def extract(self, record: Mapping[str, Any], message: Any) -> int:
+        attribute = (record.get("messageAttributes") or {}).get(self.name)
+        text = attribute.get("stringValue") if isinstance(attribute, Mapping) else None
+        if not isinstance(text, str):
+            raise SchemaError(f"message attribute {self.name!r} (event time) is missing")
+        value: Any = text
+        with contextlib.suppress(InvalidOperation):
+            value = Decimal(text)
+        return _event_time_ms(value, f"message attribute {self.name!r} (event time)")
 
 
 def utf8_length(value: str) -> int | None:
@@ -322,10 +385,16 @@ class Consumer:
         namespace: sort-key prefix in the tenant layout (``<namespace>#<event id>``).
         tenant: ``tenant(message) -> str``; required when ``STATE_KEY_LAYOUT=tenant``.
         requires_business_table: refuse to run when ``BUSINESS_TABLE`` is unset.
-        effect: ``SingleItemEffect(key=(...))`` declares that the business effect is ONE item
-            of ``BUSINESS_TABLE`` whose key derives from the event: the claim then lives in
-            that item (``claims.ItemClaims``). Omitted: a separate claim item in the state
-            table (``claims.StateTableClaims``), for effects of any shape.
+        effect: ``SingleItemEffect(key=(...), key_of_event=...)`` (or
+            ``SingleItemEffect.keyed_by_event_id(attribute)``) declares that the business
+            effect is ONE item of ``BUSINESS_TABLE`` whose key derives from the event id: the
+            claim then lives in that item (``claims.ItemClaims``); a Put with another key is
+            refused per record. Omitted: a separate claim item in the state table
+            (``claims.StateTableClaims``), for effects of any shape and keys of its own.
+        event_time: ``EventTimeFromBody(path)`` / ``EventTimeFromAttribute(name)`` when the
+            contract carries the event's own time: a copy older than the claim's life (a
+            producer re-send months later) is refused as ``beyond_dedup_horizon`` instead of
+            being applied a second time after its claim expired.
 
     Messages are decoded as JSON with floats as ``Decimal`` (DynamoDB's number type).
     """
@@ -341,6 +410,7 @@ class Consumer:
         requires_business_table: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         effect: SingleItemEffect | None = None,
+        event_time: EventTimeSource | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -354,6 +424,7 @@ class Consumer:
         self.requires_business_table = requires_business_table
         self.max_body_bytes = max_body_bytes
         self.effect = effect
+        self.event_time = event_time
         self.clock = clock
         self.sleep = sleep
 
@@ -468,7 +539,9 @@ class Consumer:
                 )
             check_transact_item(position, item)
         if self.effect is not None:
-            self.effect.check(items, settings.business_table)
+            assert self.effect.key_of_event is not None  # SingleItemEffect requires it
+            derived = _plugin_call(self.effect.key_of_event, "key_of_event", event_id)
+            self.effect.check(items, settings.business_table, self.effect.derived_key(derived))
         if 1 + len(items) > TRANSACT_MAX_ITEMS:
             raise PoisonMessage(
                 PoisonKind.OVERSIZE,
@@ -479,7 +552,16 @@ class Consumer:
             notification = _plugin_call(self.notification, "notification", message, event_id)
             if notification is not None:
                 notification = checked_notification(notification)
-        return DecodedMessage(event_id=event_id, key=key, items=items, notification=notification)
+        event_time_ms = None
+        if self.event_time is not None:
+            event_time_ms = self.event_time.extract(raw, message)
+        return DecodedMessage(
+            event_id=event_id,
+            key=key,
+            items=items,
+            notification=notification,
+            event_time_ms=event_time_ms,
+        )
 
 
 def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:

@@ -49,7 +49,7 @@ docs: install ## Regenerate docs/policy.md's rule table (from the rules) and doc
 
 test: lint policy ## The whole suite: lint, policy check, pytest (about 10 minutes on 2 cores, install included)
 	@echo "== pytest: the whole suite, one worker per core (about 5 minutes on 2 cores)"
-	$(BIN)/python -m pytest -q -n auto --durations=10
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=10
 
 demo: install ## The main job: deploy the dev stack onto an embedded AWS emulator and drive traffic (KEEP=1 keeps it running)
 	$(BIN)/python -m idempotent_messaging.local.demo --stack dev $(if $(KEEP),--keep,)
@@ -84,3 +84,7 @@ fuzz: install ## Coverage-guided fuzzing of the consumer runtime (atheris): FUZZ
 .PHONY: snapshot
 snapshot: install ## Regenerate tests/infra/snapshots/ (every stack's recorded resources, up and preview)
 	$(BIN)/python -m tests.infra.snapshot --write
+
+.PHONY: model-check
+model-check: install ## The redelivery protocol model-checked at the larger bound (docs/model.md; make test runs the small one)
+	$(BIN)/python -m tests.model --bound large

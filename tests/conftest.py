@@ -44,6 +44,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 LAYER_OF_DIRECTORY = {
     "unit": "unit",  # pure logic, no network, no Pulumi engine
     "fuzz": "unit",  # bounded fuzzing of the runtime's pure input handling
+    "model": "unit",  # the redelivery protocol, model-checked (docs/model.md)
     "infra": "infra",  # Pulumi programs under mocks
     "integration": "integration",  # handlers against moto
     "policy": "policy",  # the pack's rules and the offline engine

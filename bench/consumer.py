@@ -117,6 +117,7 @@ class Prepared:
     done_status: str  # the claim's status once the event is fully handled
     status_attribute: str
     dlq_url: str | None = None
+    receipts_table: str | None = None  # ours: publication receipts (runtime.claims.Receipts)
 
 
 def _prepare(implementation: str, emulator: Any) -> Prepared:
@@ -169,7 +170,30 @@ def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
         env.STATUS_SENT,
         env.ITEM_CLAIM_STATUS,
         dlq_url,
+        state_table,
     )
+
+
+def _receipts(
+    ddb: Any, prepared: Prepared, claims: list[dict[str, Any]]
+) -> dict[str, frozenset[str]]:
+    """Ours: the publication receipts the claims name (runtime.claims.Receipts)."""
+    if prepared.receipts_table is None:
+        return {}
+    from idempotent_messaging.ops.owed import read_receipts, receipt_of
+
+    ids = [r for c in claims if (r := receipt_of(c))]
+    return read_receipts(ddb, prepared.receipts_table, ids)
+
+
+def _status(prepared: Prepared, claim: dict[str, Any], receipts: dict[str, frozenset[str]]) -> str:
+    """The claim's status; ours: as the runtime reads it (a pending claim its publication
+    receipt lists is sent, ``claims.published_status``)."""
+    if prepared.receipts_table is None:
+        return str(claim[prepared.status_attribute]["S"])
+    from idempotent_messaging.runtime.claims import published_status
+
+    return str(published_status(claim, receipts))
 
 
 _RUNTIME_LOG = "idempotent_messaging.runtime.observability"
@@ -238,7 +262,8 @@ def verify(
     if len(rows) != len(events):
         problems.append(f"{len(rows)} business rows for {len(events)} distinct events")
     claims = [c for c in _scan(ddb, prepared.claim_table) if prepared.status_attribute in c]
-    not_done = [c for c in claims if c[prepared.status_attribute]["S"] != prepared.done_status]
+    receipts = _receipts(ddb, prepared, claims)
+    not_done = [c for c in claims if _status(prepared, c, receipts) != prepared.done_status]
     if len(claims) != len(events) or not_done:
         problems.append(
             f"{len(claims)} claims in {prepared.claim_table} for {len(events)} events, "

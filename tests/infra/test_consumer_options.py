@@ -205,7 +205,7 @@ def test_given_alarm_topic_is_used_and_none_is_created(run_consumer: ConsumerRun
     assert run.of_type("aws:sns/topic:Topic") == []
     assert run.of_type("aws:kms/key:Key") == []
     alarms = run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
-    assert len(alarms) == 4
+    assert len(alarms) == 5
     for alarm in alarms:
         assert alarm.inputs["alarmActions"] == [EXISTING_ALARMS]
         assert alarm.inputs["okActions"] == [EXISTING_ALARMS]
@@ -368,3 +368,14 @@ def test_monthly_fanout_shape_nests_under_a_parent_component(
     assert run.one("aws:dynamodb/table:Table", "charges-ledger").inputs["name"] == (
         "charges-test-ledger"
     )
+
+
+def test_fingerprint_fields_become_the_runtime_variable_and_the_default_adds_none(
+    run_consumer: ConsumerRunner,
+) -> None:
+    """Issue 27: the default fingerprint (the whole decoded body) needs no variable."""
+    default = run_consumer().one("aws:lambda/function:Function")
+    assert env.FINGERPRINT_FIELDS not in default.inputs["environment"]["variables"]
+    run = run_consumer(fingerprint_fields=["order.order_id", "order.amount"])
+    variables = run.one("aws:lambda/function:Function").inputs["environment"]["variables"]
+    assert variables[env.FINGERPRINT_FIELDS] == '["order.order_id", "order.amount"]'

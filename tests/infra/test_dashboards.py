@@ -130,3 +130,12 @@ def test_at_preview_the_dashboards_exist_with_their_body_unknown() -> None:
         "monthly-charge-charges-dashboard",
     }
     assert all(is_unknown(inputs.get("dashboardBody")) for inputs in found.values())
+
+
+def test_the_conflict_alarm_and_widget_watch_the_runtimes_conflict_count() -> None:
+    """Issue 27: components/alarms.py names the metric without importing the runtime's code."""
+    from idempotent_messaging.components.alarms import CONFLICT_METRIC
+    from idempotent_messaging.runtime import env
+    from idempotent_messaging.runtime.errors import PoisonKind
+
+    assert CONFLICT_METRIC == env.CONFLICTING_DUPLICATE == PoisonKind.CONFLICTING_DUPLICATE

@@ -469,7 +469,7 @@ def test_a_given_alarm_topic_receives_every_alarm_and_no_topic_is_created(
     topics = {r.name for r in run.of_type("aws:sns/topic:Topic")}
     assert topics == {"monthly-charge-charges-notifications"}  # no alarm topic of its own
     alarms = run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
-    # schedule DLQ, control DLQ, dispatcher errors/throttles + the consumer child's four
-    assert len(alarms) == 8
+    # schedule DLQ, control DLQ, dispatcher errors/throttles + the consumer child's five
+    assert len(alarms) == 9  # + the consumer's conflicting duplicates
     for alarm in alarms:
         assert alarm.inputs["alarmActions"] == [shared] == alarm.inputs["okActions"], alarm.name

@@ -122,9 +122,12 @@ def test_the_charge_claim_lives_in_its_ledger_row_for_as_long_as_the_row(world: 
     assert row[denv.LEDGER_HASH_KEY]["S"] == "acme"
     assert row[denv.LEDGER_RANGE_KEY]["S"] == "alice#2026-06"
     assert row[renv.ITEM_CLAIM_EVENT_ID]["S"] == "acme:alice:2026-06"
-    assert row[renv.ITEM_CLAIM_STATUS]["S"] == renv.STATUS_SENT
     assert renv.DEFAULT_TTL_ATTRIBUTE not in row
-    assert world.scan(STATE) == []
+    # Published: the batch's receipt, the state table's only item, lists it; no TTL either.
+    (receipt,) = world.scan(STATE)
+    assert receipt["published"]["SS"] == ["acme:alice:2026-06"]
+    assert row[renv.ITEM_CLAIM_RECEIPT]["S"] == receipt["pk"]["S"]
+    assert renv.DEFAULT_TTL_ATTRIBUTE not in receipt
 
 
 def test_a_month_rerun_long_after_is_a_duplicate_not_a_second_charge(world: World) -> None:
@@ -143,7 +146,7 @@ def test_a_month_rerun_long_after_is_a_duplicate_not_a_second_charge(world: Worl
     assert ledger(world) == Counter({("acme", "alice#2026-06"): 1})
     assert world.queue_depth(world.work_dlq_url) == 0
     assert world.notifications() == []  # already sent: nothing published again
-    assert world.scan(STATE) == []
+    assert all(item["pk"]["S"].startswith(renv.RECEIPT_KEY_PREFIX) for item in world.scan(STATE))
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,9 @@ def test_owed_claims_kept_in_business_rows_are_listed_and_republished(aws: Aws) 
 
     claims = {
         c.event_id: c
-        for c in owed.owed_claims(aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now)
+        for c in owed.owed_claims(
+            aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now, receipts_table=STATE_TABLE
+        )
     }
     assert set(claims) == {"owed-1", "down-1"}
     assert all(c.in_business_item for c in claims.values())
@@ -130,7 +132,15 @@ def test_owed_claims_kept_in_business_rows_are_listed_and_republished(aws: Aws) 
     assert "KMS key disabled" in (claims["owed-1"].error or "")
     assert claims["down-1"].notification is None
     assert (
-        list(owed.owed_claims(aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now - 7200))
+        list(
+            owed.owed_claims(
+                aws.dynamodb,
+                BUSINESS_TABLE,
+                older_than_s=3600,
+                now=now - 7200,
+                receipts_table=STATE_TABLE,
+            )
+        )
         == []
     )
 
@@ -146,7 +156,9 @@ def test_owed_claims_kept_in_business_rows_are_listed_and_republished(aws: Aws) 
     # Nothing left owed but the one only a redrive can publish.
     assert [
         c.event_id
-        for c in owed.owed_claims(aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now)
+        for c in owed.owed_claims(
+            aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now, receipts_table=STATE_TABLE
+        )
     ] == ["down-1"]
 
 
@@ -158,7 +170,9 @@ def test_republishing_a_business_row_claim_never_marks_another_events_claim(aws:
     now = int(rows["order-owed-1"][env.ITEM_CLAIM_RECEIVED_AT]["N"]) + 7200
     claim = next(
         c
-        for c in owed.owed_claims(aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now)
+        for c in owed.owed_claims(
+            aws.dynamodb, BUSINESS_TABLE, older_than_s=3600, now=now, receipts_table=STATE_TABLE
+        )
         if c.event_id == "owed-1"
     )
     forged = owed.OwedClaim(
@@ -183,7 +197,8 @@ def test_the_cli_lists_owed_claims_of_a_business_table(
     aws.claims_in_items = True
     _refuse_then_outage(aws)
     monkeypatch.setattr(cli, "_client", lambda args, service, **_: getattr(aws, service))
-    code = cli.main(["owed", "--table", BUSINESS_TABLE, "--older-than", "-100", "--json"])
+    argv = ["owed", "--table", BUSINESS_TABLE, "--state-table", STATE_TABLE]
+    code = cli.main([*argv, "--older-than", "-100", "--json"])
     assert code == 0
     rows = {r["event_id"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(rows) == {"owed-1", "down-1"}

@@ -215,17 +215,29 @@ def test_every_dynamodb_action_the_runtime_uses_is_one_the_component_grants(
     fresh = [record(order_body(f"iam-{n}")) for n in range(3)]
     assert orders.handler(sqs_event(*fresh), FakeContext()) == {"batchItemFailures": []}
     assert orders.handler(sqs_event(*fresh), FakeContext()) == {"batchItemFailures": []}
+    # The receipt gone (a death before it was written): the next copies republish and mark
+    # their claims sent (PartiQL UPDATE on the business table).
+    for item in original(lambda_env.dynamodb, "Scan", {"TableName": STATE_TABLE})["Items"]:
+        original(
+            lambda_env.dynamodb,
+            "DeleteItem",
+            {"TableName": STATE_TABLE, "Key": {"event_id": item["event_id"]}},
+        )
+    assert orders.handler(sqs_event(*fresh), FakeContext()) == {"batchItemFailures": []}
 
     granted = {(a, STATE_TABLE) for a in iam.DYNAMODB_STATE_ACTIONS} | {
         (a, BUSINESS_TABLE) for a in iam.DYNAMODB_BUSINESS_ACTIONS
     }
     # The rows carrying their claims (PartiQL INSERTs on a standard queue), the duplicates'
-    # status read and the sent marking, all on the business table (the orders consumer keeps
-    # its claim in the row).
+    # status read and the sent marking on the business table (the orders consumer keeps its
+    # claim in the row); the batch's publication receipt (PutItem) and its read on the
+    # redelivery branch (BatchGetItem) on the STATE table (issue 26).
     assert {
         ("dynamodb:PartiQLInsert", BUSINESS_TABLE),
         ("dynamodb:BatchGetItem", BUSINESS_TABLE),
         ("dynamodb:PartiQLUpdate", BUSINESS_TABLE),
+        ("dynamodb:PutItem", STATE_TABLE),
+        ("dynamodb:BatchGetItem", STATE_TABLE),
     } <= used
-    assert {table for _, table in used} == {BUSINESS_TABLE}
+    assert {table for _, table in used} == {BUSINESS_TABLE, STATE_TABLE}
     assert used <= granted, f"the function would be refused: {sorted(used - granted)}"

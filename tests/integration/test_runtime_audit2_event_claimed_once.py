@@ -98,9 +98,12 @@ def test_one_event_id_with_another_order_in_its_body_is_one_effect_and_one_notif
             assert _invoke(handler, again) == {"batchItemFailures": []}
     rows, notes = _effects(aws)
     assert len(rows) == 1, f"the event evt-1 was applied {len(rows)} times"
-    assert rows[0]["order_id"] == {"S": "o-1"}  # the first copy's effect; the later is a duplicate
+    assert rows[0]["order_id"] == {"S": "o-1"}  # the first copy's effect stands
     assert [n["event_id"] for n in notes] == ["evt-1"]
-    assert aws.dlq_messages() == []  # a duplicate, acknowledged: never poison
+    # Issue 27: other content under the same event id is a conflict, never a silent duplicate
+    # (tests/integration/test_runtime_conflicts.py).
+    (copy,) = aws.dlq_messages()
+    assert attributes_of(copy)["failure_kind"] == "conflicting_duplicate"
 
 
 def test_a_fresh_reference_order_costs_one_insert_for_row_and_claim(
@@ -122,8 +125,10 @@ def test_a_fresh_reference_order_costs_one_insert_for_row_and_claim(
         assert _invoke(handler, *_records([order_body(f"e{i}") for i in range(3)], False)) == {
             "batchItemFailures": []
         }
-    assert statements == [["INSERT"] * 3, ["UPDATE"] * 3]
-    assert aws.dynamodb.scan(TableName="processed_events")["Items"] == []
+    # Then ONE receipt for the batch (issue 26), the state table's only item: no claim there.
+    assert statements == [["INSERT"] * 3, ["PutItem"]]
+    items = aws.dynamodb.scan(TableName="processed_events")["Items"]
+    assert [i["event_id"]["S"].split("#")[0] for i in items] == ["receipt"]
 
 
 def test_a_single_item_declaration_without_a_key_derivation_is_refused_at_construction() -> None:

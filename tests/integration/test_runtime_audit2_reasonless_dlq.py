@@ -52,13 +52,13 @@ DEATHS: dict[str, tuple[Plan, Plan]] = {
     "never-written": (("BatchExecuteStatement", None, 1), ("BatchExecuteStatement", None, 1)),
     # between commit and publish
     "owes-notification": (("PublishBatch", None, 1), ("PublishBatch", None, 1)),
-    # after the `sent` marking (the second statement call), then before anything
-    "fully-done": ((None, "BatchExecuteStatement", 2), ("BatchExecuteStatement", None, 1)),
+    # after the batch's publication receipt (issue 26), then before anything
+    "fully-done": ((None, "PutItem", 1), ("BatchExecuteStatement", None, 1)),
 }
 STATE_TABLE_DEATHS: dict[str, tuple[Plan, Plan]] = {
     "never-written": (("TransactWriteItems", None, 1), ("TransactWriteItems", None, 1)),
     "owes-notification": (("PublishBatch", None, 1), ("PublishBatch", None, 1)),
-    "fully-done": ((None, "BatchExecuteStatement", 1), ("TransactWriteItems", None, 1)),
+    "fully-done": ((None, "PutItem", 1), ("TransactWriteItems", None, 1)),
 }
 
 
@@ -82,10 +82,11 @@ def _die_on_every_receive(source: Source, event_id: str, death: tuple[Plan, Plan
 
 
 def _explained(world: Aws, table: str, consumer: Any | None) -> dict[str, dlq.Explanation]:
-    return {
-        e.event_id or "?": e
-        for e in dlq.explain(world.sqs, world.dynamodb, world.dlq_url, table, consumer=consumer)
-    }
+    # The publication receipts a pending claim names live in the state table.
+    explained = dlq.explain(
+        world.sqs, world.dynamodb, world.dlq_url, table, consumer=consumer, state_table=STATE_TABLE
+    )
+    return {e.event_id or "?": e for e in explained}
 
 
 @pytest.mark.parametrize("in_item", [True, False], ids=["in-item", "state-table"])
@@ -146,6 +147,7 @@ def test_the_cli_explains_a_bare_copy_as_json_and_peek_flags_it(
     (peeked,) = json.loads(capsys.readouterr().out)
     assert peeked["reasonless"] is True and peeked["reasons"] == {}
     code = ["--table", BUSINESS_TABLE, "--consumer-code", "handlers.orders:ORDERS"]
+    code += ["--state-table", STATE_TABLE]  # where the claim's publication receipt lives
     assert cli.main(["explain", *argv, *code]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["event_id"] == "owes-notification"

@@ -58,7 +58,7 @@ def test_ten_fresh_events_cost_three_calls_and_are_written_once(aws: Aws) -> Non
     records = [record(order_body(f"e{i}")) for i in range(10)]
     response = run(aws, *records)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "PutItem"]  # receipt
     notes = assert_exactly_once(aws, {f"e{i}": f"order-e{i}" for i in range(10)})
     assert len(notes) == 10
 
@@ -69,7 +69,8 @@ def test_ten_sent_duplicates_cost_one_call_and_change_nothing(aws: Aws) -> None:
     aws.notifications()
     response = run(aws, *records)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems"]  # ALL_OLD carries the status: no extra read
+    # ALL_OLD carries the claim and its receipt id: one read, of the batch's receipt
+    assert aws.calls == ["TransactWriteItems", "BatchGetItem"]
     assert aws.notifications() == []
     assert len(aws.order_rows()) == 10
 
@@ -86,7 +87,12 @@ def test_pending_claim_is_republished_then_marked_sent(aws: Aws) -> None:
     aws.reset_counts()
     response = queue.deliver(lambda ev: ORDERS.process(ev, FakeContext(), aws.runtime()))
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert aws.calls == [
+        "TransactWriteItems",
+        "BatchGetItem",  # the receipt its claim names: absent
+        "PublishBatch",
+        "BatchExecuteStatement",  # the claim marked sent
+    ]
     notes = assert_exactly_once(aws, {"e1": "order-e1"})
     assert len(notes) == 1
     assert aws.claims()[0]["notification_id"]["S"]
@@ -103,7 +109,7 @@ def test_duplicate_without_status_in_cancellation_reads_it_with_one_batch_get(aw
     aws.dynamodb.meta.events.register("after-call.dynamodb.TransactWriteItems", strip_items)
     response = run(aws, *records)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "BatchGetItem"]
+    assert aws.calls == ["TransactWriteItems", "BatchGetItem", "BatchGetItem"]  # claims, receipt
 
 
 def test_producer_resend_with_new_message_id_is_a_duplicate(aws: Aws) -> None:
@@ -122,7 +128,7 @@ def test_same_event_twice_in_one_batch_is_written_once(aws: Aws) -> None:
     body = order_body("e1")
     response = run(aws, record(body), record(body), record(order_body("e2")))
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert aws.calls == ["TransactWriteItems", "PublishBatch", "PutItem"]  # receipt
     assert_exactly_once(aws, {"e1": "order-e1", "e2": "order-e2"})
 
 
@@ -140,7 +146,7 @@ def test_other_event_for_recorded_order_is_quarantined_as_semantic_failure(aws: 
         "TransactWriteItems",
         "TransactWriteItems",
         "PublishBatch",
-        "BatchExecuteStatement",
+        "PutItem",
         "SendMessageBatch",
     ]
     dlq = dlq_by_original(aws)
@@ -387,7 +393,7 @@ def test_multi_tenant_layout_keys_claims_by_tenant_and_namespace(aws: Aws) -> No
     keys = {(c["pk"]["S"], c["sk"]["S"], c["status"]["S"]) for c in aws.claims(TENANT_STATE_TABLE)}
     assert keys == {("t1", "charge#same-id", "sent"), ("t2", "charge#same-id", "sent")}
     response = run(aws, a, consumer=consumer, **settings)
-    assert aws.calls == ["TransactWriteItems"]
+    assert aws.calls == ["TransactWriteItems", "BatchGetItem"]
     assert len(aws.order_rows()) == 2
     assert dlq_by_original(aws)[no_tenant["messageId"]]["failure_kind"] == "schema"
 
@@ -450,7 +456,12 @@ def test_publish_failure_reports_failed_and_redelivery_republishes(aws: Aws) -> 
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_PENDING}
     response = run(aws, *records)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert aws.calls == [
+        "TransactWriteItems",
+        "BatchGetItem",  # the receipt its claim names: absent
+        "PublishBatch",
+        "BatchExecuteStatement",  # the claim marked sent
+    ]
     assert_exactly_once(aws, {"e0": "order-e0", "e1": "order-e1"})
 
 
@@ -464,17 +475,21 @@ def test_status_write_failure_reports_failed_and_redelivery_completes(aws: Aws) 
         if state["n"] == 1:
             raise ClientError(
                 {"Error": {"Code": "AccessDeniedException", "Message": "no"}},
-                "BatchExecuteStatement",
+                "PutItem",
             )
 
-    aws.dynamodb.meta.events.register(
-        "before-call.dynamodb.BatchExecuteStatement", fail_first_status_write
-    )
+    # The fresh record's status lives in the batch's receipt: refuse that write.
+    aws.dynamodb.meta.events.register("before-call.dynamodb.PutItem", fail_first_status_write)
     rec = record(order_body("e1"))
     assert failures(run(aws, rec)) == {rec["messageId"]}
     response = run(aws, rec)
     assert response == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert aws.calls == [
+        "TransactWriteItems",
+        "BatchGetItem",  # the receipt its claim names: absent
+        "PublishBatch",
+        "BatchExecuteStatement",  # the claim marked sent
+    ]
     notes = assert_exactly_once(aws, {"e1": "order-e1"})
     assert len(notes) == 2  # at-least-once: republished after the unmarked publish
 
@@ -621,7 +636,12 @@ def test_timeout_after_commit_is_absorbed_by_the_claim(aws: Aws) -> None:
     assert failures(response) == {r["messageId"] for r in records}
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_PENDING}
     assert run(aws, *records) == {"batchItemFailures": []}
-    assert aws.calls == ["TransactWriteItems", "PublishBatch", "BatchExecuteStatement"]
+    assert aws.calls == [
+        "TransactWriteItems",
+        "BatchGetItem",  # the receipt its claim names: absent
+        "PublishBatch",
+        "BatchExecuteStatement",  # the claim marked sent
+    ]
     assert_exactly_once(aws, {"t0": "order-t0", "t1": "order-t1"})
 
 

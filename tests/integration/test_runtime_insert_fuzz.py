@@ -96,4 +96,6 @@ def test_any_names_and_values_are_stored_exactly_or_quarantined_alone(
                 name: _plain(value) for name, value in fields.items()
             }
             assert stored[env.ITEM_CLAIM_EVENT_ID] == f"e{i}"
-            assert stored[env.ITEM_CLAIM_STATUS] == env.STATUS_SENT
+            # Published: the claim names the batch's receipt (issue 26), which lists it.
+            assert stored[env.ITEM_CLAIM_STATUS] == env.STATUS_PENDING
+            assert stored[env.ITEM_CLAIM_RECEIPT].startswith(env.RECEIPT_KEY_PREFIX)

@@ -76,16 +76,20 @@ def test_ten_fresh_events_cost_one_insert_each_and_three_calls(world: Aws) -> No
     statements = inserts(world)
     records = [record(order_body(f"e{i}")) for i in range(10)]
     assert run(world, *records) == {"batchItemFailures": []}
-    assert world.calls == ["BatchExecuteStatement", "PublishBatch", "BatchExecuteStatement"]
+    # The published events go into ONE receipt item of the state table (PutItem), never one
+    # UPDATE per row: 1 write unit per message plus 1 per batch.
+    assert world.calls == ["BatchExecuteStatement", "PublishBatch", "PutItem"]
     assert sizes == []
-    assert [s.split()[0] for s in statements[0]] == ["INSERT"] * 10
-    assert [s.split()[0] for s in statements[1]] == ["UPDATE"] * 10
+    assert [[s.split()[0] for s in call] for call in statements] == [["INSERT"] * 10]
     assert_exactly_once(world, {f"e{i}": f"order-e{i}" for i in range(10)})
     row = world.order_rows()[0]
-    assert row[env.ITEM_CLAIM_STATUS] == {"S": env.STATUS_SENT}
-    assert {"claim_message_id", "claim_sent_at", "claim_notification_id"} <= set(row)
+    assert row[env.ITEM_CLAIM_STATUS] == {"S": env.STATUS_PENDING}  # the receipt says sent
+    assert {"claim_message_id", env.ITEM_CLAIM_RECEIPT} <= set(row)
     assert "ttl" not in row  # the claim lives as long as the row
-    assert world.dynamodb.scan(TableName=STATE_TABLE)["Items"] == []
+    (receipt,) = world.dynamodb.scan(TableName=STATE_TABLE)["Items"]
+    assert receipt[env.EVENT_ID_KEY]["S"] == row[env.ITEM_CLAIM_RECEIPT]["S"]
+    assert set(receipt[env.RECEIPT_PUBLISHED]["SS"]) == {f"e{i}" for i in range(10)}
+    assert "ttl" not in receipt  # like the claim in the row: no TTL
 
 
 def test_on_a_fifo_queue_the_claims_keep_one_transaction(world: Aws) -> None:
@@ -104,8 +108,9 @@ def test_a_resent_event_is_skipped_with_two_calls(world: Aws) -> None:
     run(world, rec)
     again = record(order_body("e1"))
     assert run(world, again) == {"batchItemFailures": []}
-    # DuplicateItem refuses the INSERT; one consistent read of the row says `sent`.
-    assert world.calls == ["BatchExecuteStatement", "BatchGetItem"]
+    # DuplicateItem refuses the INSERT; one consistent read of the row names its receipt,
+    # one of the receipt lists it: published.
+    assert world.calls == ["BatchExecuteStatement", "BatchGetItem", "BatchGetItem"]
     notes = assert_exactly_once(world, {"e1": "order-e1"})
     assert len(notes) == 1
 
@@ -122,7 +127,7 @@ def test_a_refusal_carrying_the_row_needs_no_read(world: Aws) -> None:
 
     rewrite_parsed(world.dynamodb, "BatchExecuteStatement", carry)
     assert run(world, record(order_body("e1"))) == {"batchItemFailures": []}
-    assert world.calls == ["BatchExecuteStatement"]
+    assert world.calls == ["BatchExecuteStatement", "BatchGetItem"]  # the receipt only
     assert len(assert_exactly_once(world, {"e1": "order-e1"})) == 1
 
 
@@ -135,7 +140,8 @@ def test_a_resent_event_with_a_fifo_source_is_skipped_with_one_call(world: Aws) 
     assert ORDERS_IN_ITEM.process(sqs_event(again), FakeContext(), runtime) == {
         "batchItemFailures": []
     }
-    assert world.calls == ["TransactWriteItems"]  # ALL_OLD carries the row: no read
+    # ALL_OLD carries the row: no read of it, one of its receipt.
+    assert world.calls == ["TransactWriteItems", "BatchGetItem"]
     assert len(assert_exactly_once(world, {"e1": "order-e1"})) == 1
 
 
@@ -143,12 +149,13 @@ def test_a_pending_row_is_republished_then_marked_sent(world: Aws) -> None:
     rec = record(order_body("e1"))
     response = run(world, rec)
     assert response == {"batchItemFailures": []}
-    # Put the row back to pending: the first delivery died between commit and publish.
+    # A row written before receipts, pending: the first delivery died between commit and
+    # publish (old claims keep working).
     world.dynamodb.update_item(
         TableName=BUSINESS_TABLE,
         Key={ORDER_KEY: {"S": "e1"}},
-        UpdateExpression="SET #s = :p",
-        ExpressionAttributeNames={"#s": env.ITEM_CLAIM_STATUS},
+        UpdateExpression="SET #s = :p REMOVE #r",
+        ExpressionAttributeNames={"#s": env.ITEM_CLAIM_STATUS, "#r": env.ITEM_CLAIM_RECEIPT},
         ExpressionAttributeValues={":p": {"S": env.STATUS_PENDING}},
     )
     assert run(world, rec) == {"batchItemFailures": []}
@@ -196,7 +203,7 @@ def test_a_throttled_statement_alone_is_retried_and_the_rest_commit_once(world: 
     records = [record(order_body(f"e{i}")) for i in range(3)]
     assert run(world, *records) == {"batchItemFailures": []}
     # botocore retries calls, never one statement: the runtime re-sends e1's INSERT alone.
-    assert [len(call) for call in statements] == [3, 1, 1, 3]
+    assert [len(call) for call in statements] == [3, 1, 1]  # then ONE receipt (PutItem)
     assert_exactly_once(world, {f"e{i}": f"order-e{i}" for i in range(3)})
 
 

@@ -1,5 +1,10 @@
 """The ``sent`` marking: one PartiQL BatchExecuteStatement per <= 25 records, 1 write unit each,
-per-statement errors handled (the moto gaps it meets: test_runtime_moto_gaps.py)."""
+per-statement errors handled (the moto gaps it meets: test_runtime_moto_gaps.py).
+
+A fresh claim's publication is recorded by its batch's receipt (test_runtime_receipts.py); the
+marking records a REPUBLISHED one (a pending claim its receipt does not list, or a claim
+written before receipts), so each test first leaves its claims owed: a first delivery whose
+publish fails (the claims pending, their receipt never written)."""
 
 from __future__ import annotations
 
@@ -37,6 +42,13 @@ def _failures(response: dict[str, Any]) -> set[str]:
     return {f["itemIdentifier"] for f in response["batchItemFailures"]}
 
 
+def _owe(aws: Aws, *records: dict[str, Any]) -> None:
+    """A first delivery that commits and cannot publish: every claim pending, no receipt."""
+    runtime = aws.runtime(topic_arn=aws.topic_arn + "-gone")
+    response = ORDERS.process(sqs_event(*records), FakeContext(), runtime)
+    assert _failures(response) == {r["messageId"] for r in records}
+
+
 def test_the_sent_marking_is_one_non_transactional_statement_per_record_25_per_call(
     aws: Aws,
 ) -> None:
@@ -44,16 +56,17 @@ def test_the_sent_marking_is_one_non_transactional_statement_per_record_25_per_c
     write unit per KB where a transactional one costs 2 (DynamoDB developer guide, "Capacity
     management for transactions")."""
     sent: list[dict[str, Any]] = []
+    records = [record(order_body(f"e{i}")) for i in range(30)]
+    _owe(aws, *records)
     aws.dynamodb.meta.events.register(
         "before-parameter-build.dynamodb.BatchExecuteStatement",
         lambda params, **_: sent.append(params),
     )
-    records = [record(order_body(f"e{i}")) for i in range(30)]
     assert _run(aws, *records) == {"batchItemFailures": []}
     assert [len(call["Statements"]) for call in sent] == [25, 5]
     statements = [s for call in sent for s in call["Statements"]]
     assert all(s["Statement"].startswith(f'UPDATE "{STATE_TABLE}" SET') for s in statements)
-    assert aws.calls.count("TransactWriteItems") == 1  # the claims + rows only
+    assert aws.calls.count("TransactWriteItems") == 1  # the claims (cancelled: duplicates)
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_SENT}
     assert all("notification_id" in c and "sent_at" in c for c in aws.claims())
     assert_exactly_once(aws, {f"e{i}": f"order-e{i}" for i in range(30)})
@@ -84,8 +97,9 @@ def _answer_statements(aws: Aws, codes_per_call: list[dict[int, str]]) -> list[i
 def test_a_throttled_statement_is_retried_alone_and_its_neighbours_finish(aws: Aws) -> None:
     """Per-statement errors are not retried by botocore (it retries calls): the runtime
     retries the throttled statement and only it."""
-    sizes = _answer_statements(aws, [{1: "ThrottlingError"}])
     records = [record(order_body(f"e{i}")) for i in range(3)]
+    _owe(aws, *records)
+    sizes = _answer_statements(aws, [{1: "ThrottlingError"}])
     assert _run(aws, *records) == {"batchItemFailures": []}
     assert sizes == [3, 1]
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_SENT}
@@ -94,12 +108,13 @@ def test_a_throttled_statement_is_retried_alone_and_its_neighbours_finish(aws: A
 def test_a_statement_that_keeps_failing_fails_its_record_alone_for_redelivery(aws: Aws) -> None:
     """A partial failure leaves that claim ``pending`` (the notification went out): the
     redelivery republishes and marks it; the other records are done."""
+    records = [record(order_body(f"e{i}")) for i in range(3)]
+    _owe(aws, *records)
     sizes = _answer_statements(
         aws,
         [{0: "ConditionalCheckFailed", 2: "ThrottlingError"}]
         + [{0: "ThrottlingError"}] * 2,  # e2 alone, attempts 2 and 3
     )
-    records = [record(order_body(f"e{i}")) for i in range(3)]
     response = _run(aws, *records)
     assert _failures(response) == {records[0]["messageId"], records[2]["messageId"]}
     assert sizes == [3, 1, 1]  # the throttled one: 3 attempts; the vanished claim: none more
@@ -124,8 +139,9 @@ def test_a_refused_status_call_fails_every_record_of_it_and_redelivery_completes
                 "BatchExecuteStatement",
             )
 
-    aws.dynamodb.meta.events.register("before-call.dynamodb.BatchExecuteStatement", refuse_once)
     records = [record(order_body(f"e{i}")) for i in range(2)]
+    _owe(aws, *records)
+    aws.dynamodb.meta.events.register("before-call.dynamodb.BatchExecuteStatement", refuse_once)
     assert _failures(_run(aws, *records)) == {r["messageId"] for r in records}
     assert {c["status"]["S"] for c in aws.claims()} == {env.STATUS_PENDING}
     assert _run(aws, *records) == {"batchItemFailures": []}

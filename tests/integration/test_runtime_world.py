@@ -22,6 +22,7 @@ from moto.core.models import botocore_stubber
 
 from handlers.orders import ORDER_KEY
 from idempotent_messaging.runtime import Runtime, Settings, env
+from idempotent_messaging.runtime.claims import is_receipt, published_status
 from idempotent_messaging.runtime.clients import BOTOCORE_CONFIG
 
 REGION = "ap-northeast-1"
@@ -197,13 +198,21 @@ class Aws:
     def order_rows(self) -> list[dict[str, Any]]:
         return _scan(self.dynamodb, BUSINESS_TABLE)
 
-    def claims(self, table: str = STATE_TABLE) -> list[dict[str, Any]]:
-        """Claims as the state table holds them (``event_id``, ``status``, ...); with claims in
-        the order rows, each row's claim attributes under those names."""
+    def receipts(self, table: str = STATE_TABLE) -> dict[str, frozenset[str]]:
+        """The publication receipts of the state table: {receipt id: entries listed}."""
+        out = {}
+        for item in _scan(self.dynamodb, table):
+            if is_receipt(item):
+                key = item.get(env.TENANT_PARTITION_KEY) or item[env.EVENT_ID_KEY]
+                out[key["S"]] = frozenset(item[env.RECEIPT_PUBLISHED]["SS"])
+        return out
+
+    def stored_claims(self, table: str = STATE_TABLE) -> list[dict[str, Any]]:
+        """The claim items as stored (receipts left out), status as written."""
         if not self.claims_in_items or table != STATE_TABLE:
-            return _scan(self.dynamodb, table)
-        if _scan(self.dynamodb, STATE_TABLE):
-            raise AssertionError("a single-item consumer wrote to the state table")
+            return [item for item in _scan(self.dynamodb, table) if not is_receipt(item)]
+        if [item for item in _scan(self.dynamodb, STATE_TABLE) if not is_receipt(item)]:
+            raise AssertionError("a single-item consumer wrote a claim to the state table")
         return [
             {
                 **row,
@@ -213,6 +222,22 @@ class Aws:
             for row in self.order_rows()
             if env.ITEM_CLAIM_EVENT_ID in row
         ]
+
+    def claims(self, table: str = STATE_TABLE) -> list[dict[str, Any]]:
+        """Claims as the state table holds them (``event_id``, ``status``, ...); with claims in
+        the order rows, each row's claim attributes under those names. ``status`` is the
+        status the runtime reads (``claims.published_status``): a ``pending`` claim its
+        receipt lists is ``sent``; receipts are not claims and are left out."""
+        receipts = self.receipts(table)
+        out = []
+        for claim in self.stored_claims(table):
+            raw = dict(claim)
+            if self.claims_in_items and table == STATE_TABLE:
+                raw.pop(env.EVENT_ID_KEY, None)
+                raw.pop("status", None)
+            status = published_status(raw, receipts)
+            out.append({**claim, "status": {"S": status}} if status is not None else claim)
+        return out
 
     def notifications(self) -> list[dict[str, Any]]:
         """Every notification delivered so far (SNS -> subscribed SQS queue), drained."""

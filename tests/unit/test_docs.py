@@ -437,7 +437,10 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
     "python -m idempotent_messaging.ops purge orders --queue source --yes": Elsewhere(
         _AWS, (f"{_OPS}::test_purge_needs_confirmation_or_yes",)
     ),
-    "python -m idempotent_messaging.ops owed --table orders-prod-order_records --stack prod": (
+    (
+        "python -m idempotent_messaging.ops owed --table orders-prod-order_records "
+        '--state-table "$STATE_TABLE" --stack prod'
+    ): (
         Elsewhere(
             _AWS,
             (
@@ -446,8 +449,8 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         )
     ),
     (
-        "python -m idempotent_messaging.ops owed --table orders-prod-order_records --stack prod "
-        '--republish --topic-arn "$TOPIC_ARN"'
+        "python -m idempotent_messaging.ops owed --table orders-prod-order_records "
+        '--state-table "$STATE_TABLE" --stack prod --republish --topic-arn "$TOPIC_ARN"'
     ): (
         Elsewhere(
             _AWS,

@@ -227,6 +227,44 @@ def dlq_visible_alarm(
     )
 
 
+CONFLICT_METRIC = "conflicting_duplicate"
+"""The consumer runtime's EMF count of re-sent event ids whose content differs
+(``runtime.env.CONFLICTING_DUPLICATE``; tests/infra keep the two equal)."""
+SERVICE_DIMENSION = "service"
+"""The dimension Powertools Metrics adds to every metric: the function's service name."""
+
+
+def conflict_alarm(
+    resource_name: str,
+    *,
+    alarm_name: str,
+    metrics_namespace: str,
+    service_name: str,
+    actions: Sequence[pulumi.Input[str]],
+    tags: Mapping[str, str] | None = None,
+    parent: pulumi.Resource,
+) -> aws.cloudwatch.MetricAlarm:
+    """The runtime's ``conflicting_duplicate`` count > 0: an event id came again with other
+    content; the first effect stood and the copy is in the DLQ (a producer bug to look at)."""
+    return metric_alarm(
+        resource_name,
+        alarm_name=alarm_name,
+        description=(
+            "An event id was re-sent with different content: the first effect stands, the "
+            "copy is in the DLQ (failure_kind conflicting_duplicate). Ask the producer."
+        ),
+        namespace=metrics_namespace,
+        metric_name=CONFLICT_METRIC,
+        dimensions={SERVICE_DIMENSION: service_name},
+        statistic="Sum",
+        comparison_operator="GreaterThanThreshold",
+        threshold=0,
+        actions=actions,
+        tags=tags,
+        parent=parent,
+    )
+
+
 def oldest_message_age_alarm(
     resource_name: str,
     *,

@@ -6,6 +6,7 @@ the alarms. Everything that decides which resources exist is validated first. Th
 that hold data (both queues and the tables) follow ``protect_data`` (protection.py).
 """
 
+import json
 from pathlib import Path
 
 import pulumi
@@ -266,6 +267,8 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         }
         if business_name is not None:
             environment[env.BUSINESS_TABLE] = business_name
+        if args.fingerprint_fields is not None:
+            environment[env.FINGERPRINT_FIELDS] = json.dumps(list(args.fingerprint_fields))
         if topic_arn is not None:
             environment[env.NOTIFICATION_TOPIC_ARN] = topic_arn
 
@@ -342,6 +345,15 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 alarm_name=f"{physical}-oldest-message-age",
                 queue_name=queue.name,
                 threshold_seconds=age_threshold,
+                actions=alarm_actions,
+                tags=tags,
+                parent=self,
+            ),
+            alarms.conflict_alarm(
+                f"{name}-alarm-conflicts",
+                alarm_name=f"{physical}-conflicting-duplicates",
+                metrics_namespace=args.metrics_namespace,
+                service_name=args.service_name or name,
                 actions=alarm_actions,
                 tags=tags,
                 parent=self,

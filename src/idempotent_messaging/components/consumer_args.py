@@ -135,6 +135,12 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     """Default 90 days: far beyond the longest life of a message (14 days in the source plus 14
     in the DLQ). Must be >= source retention + DLQ retention: a message
     redriven from the DLQ at the last moment must still find its claim."""
+    fingerprint_fields: Sequence[str] | None = None
+    """Default None: the consumer's own ``Consumer(fingerprint=...)`` (by default the whole
+    decoded body) decides which content identifies an event. A list of JMESPath expressions
+    over the decoded body (``["order.order_id", "order.amount"]``) overrides it through
+    ``FINGERPRINT_FIELDS``: a re-send of a claimed event id whose fingerprint differs is a
+    ``conflicting_duplicate`` (docs/runtime.md)."""
 
     # --- Business table and notifications ----------------------------------------------------
     business_table: BusinessTableArgs | None = None

@@ -42,6 +42,7 @@ RESERVED_ENV_KEYS = frozenset(
         env.SOURCE_RETENTION_SECONDS,
         env.DLQ_RETENTION_SECONDS,
         env.MAX_RECEIVE_COUNT,
+        env.FINGERPRINT_FIELDS,
         env.POWERTOOLS_SERVICE_NAME,
         env.POWERTOOLS_LOG_LEVEL,
         env.POWERTOOLS_METRICS_NAMESPACE,
@@ -262,6 +263,11 @@ def _validate_state(args: IdempotentQueueConsumerArgs) -> None:
     )
     if args.state_ttl_attribute in key_attributes:
         raise fail("state_ttl_attribute", args.state_ttl_attribute, "may not be a key attribute")
+    fields = args.fingerprint_fields
+    if fields is not None and (
+        isinstance(fields, str) or not all(isinstance(f, str) and f.strip() for f in fields)
+    ):
+        raise fail("fingerprint_fields", fields, "is not a list of JMESPath expressions")
     minimum = args.message_retention_seconds + args.dlq_message_retention_seconds
     check_range("claim_ttl_seconds", args.claim_ttl_seconds, 1, 10 * 365 * 24 * 3600)
     if args.claim_ttl_seconds < minimum:

@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from .alarms import LAMBDA_NAMESPACE, SQS_NAMESPACE
+from .alarms import CONFLICT_METRIC, LAMBDA_NAMESPACE, SQS_NAMESPACE
 from .powertools import region_and_partition_of
 
 PERIOD_S = 60
@@ -143,6 +143,10 @@ def consumer_widgets(
         Widget(
             "Record outcomes",
             [emf(metrics_namespace, outcome, service_name) for outcome in RECORD_OUTCOMES],
+        ),
+        Widget(
+            "Conflicting duplicates (same event id, other content)",
+            [emf(metrics_namespace, CONFLICT_METRIC, service_name)],
         ),
         *function_widgets(function_name, "Consumer"),
     ]

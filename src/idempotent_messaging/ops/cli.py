@@ -82,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
         help="module:ATTRIBUTE of the Consumer (e.g. handlers.orders:ORDERS): where its event "
         "id comes from and how its claim key derives; default: body field event_id",
     )
+    explain.add_argument(
+        "--state-table",
+        help="the consumer's state table, where its publication receipts live (needed when "
+        "--table is a business table holding claims; default: --table itself)",
+    )
     explain.add_argument("--max", type=int, default=10, help="messages to explain (default 10)")
 
     redrive = sub.add_parser(
@@ -120,6 +125,11 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         help="the table holding the claims: the consumer's state table, or its business table "
         "when it keeps the claim in the business item (SingleItemEffect)",
+    )
+    owed.add_argument(
+        "--state-table",
+        help="the consumer's state table, where its publication receipts live (needed when "
+        "--table is a business table holding claims; default: --table itself)",
     )
     owed.add_argument("--topic-arn", help="SNS topic to re-publish to (needed with --republish)")
     owed.add_argument(
@@ -266,7 +276,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     url = _url(sqs, consumer.dlq_url, consumer.dlq_arn)
     code = dlq.load_consumer(args.consumer_code) if args.consumer_code else None
     explained = dlq.explain(
-        sqs, _client(args, "dynamodb"), url, args.table, consumer=code, limit=args.max
+        sqs,
+        _client(args, "dynamodb"),
+        url,
+        args.table,
+        consumer=code,
+        limit=args.max,
+        state_table=getattr(args, "state_table", None),
     )
     if args.json:
         print(json.dumps([e.to_json() for e in explained], indent=2))
@@ -359,7 +375,18 @@ def cmd_owed(args: argparse.Namespace) -> int:
         raise OpsError("--republish needs --topic-arn (the consumer's notification topic)")
     dynamodb = _client(args, "dynamodb")
     now = int(time.time())
-    claims = list(owed.owed_claims(dynamodb, args.table, older_than_s=args.older_than, now=now))
+    try:
+        claims = list(
+            owed.owed_claims(
+                dynamodb,
+                args.table,
+                older_than_s=args.older_than,
+                now=now,
+                receipts_table=getattr(args, "state_table", None),
+            )
+        )
+    except owed.ReceiptsUnknown as exc:
+        raise OpsError(str(exc)) from None
     rows = []
     failed = 0
     sns = _client(args, "sns") if args.republish else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -24,7 +25,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from idempotent_messaging.ops.owed import ReceiptsUnknown, read_receipts, receipt_of
 from idempotent_messaging.runtime import env as runtime_env
+from idempotent_messaging.runtime.claims import published_status
 
 RECEIVE_MAX = 10
 # How long peeked / in-transit messages stay hidden from other readers while we hold them.
@@ -93,6 +96,9 @@ class PeekedMessage:
             "reasonless": self.reasonless,
             "body_bytes": len(self.body.encode()),
         }
+        conflict = conflict_summary(self)
+        if conflict:
+            data["conflict"] = conflict
         if include_body:
             data["body"] = self.body
         return data
@@ -443,6 +449,31 @@ def purge(sqs: Any, url: str) -> None:
         raise
 
 
+_FIRST_MESSAGE_RE = re.compile(r"first applied by message ([^;\s]+)")
+
+
+def conflict_summary(message: PeekedMessage, claim: Mapping[str, Any] | None = None) -> str | None:
+    """For a ``conflicting_duplicate`` copy: "conflict: event id X first applied by message M1;
+    this copy M2 differs; the first effect stands" (M1 from the claim when given, else from
+    the reason); None for any other copy."""
+    reasons = message.reasons()
+    if reasons.get("failure_kind") != runtime_env.CONFLICTING_DUPLICATE:
+        return None
+    first = None
+    for name in ("message_id", runtime_env.ITEM_CLAIM_MESSAGE_ID):
+        value = (claim or {}).get(name)
+        if isinstance(value, Mapping) and value.get("S"):
+            first = str(value["S"])
+    if first is None:
+        found = _FIRST_MESSAGE_RE.search(reasons.get("failure_reason") or "")
+        first = found.group(1) if found else "unknown"
+    copy = reasons.get("original_message_id") or message.message_id
+    return (
+        f"conflict: event id {reasons.get('event_id') or 'unknown'} first applied by message "
+        f"{first}; this copy {copy} differs; the first effect stands"
+    )
+
+
 # --- explain: what happened to each DLQ message's event ---------------------------------------
 @dataclass
 class Explanation:
@@ -552,8 +583,13 @@ def _claim_key(
     ).key
 
 
-def _verdict(item: Mapping[str, Any] | None, event_id: str) -> tuple[str, bool | None, bool | None]:
-    """(claim, write applied, notification owed) from the item found at the claim's key."""
+def _verdict(
+    item: Mapping[str, Any] | None,
+    event_id: str,
+    receipts: Mapping[str, frozenset[str]] | None = None,
+) -> tuple[str, bool | None, bool | None]:
+    """(claim, write applied, notification owed) from the item found at the claim's key and
+    the receipt it names (a ``pending`` claim its receipt lists is ``sent``)."""
     if not item:
         return "absent", False, False
     if runtime_env.ITEM_CLAIM_STATUS in item or runtime_env.ITEM_CLAIM_EVENT_ID in item:
@@ -562,6 +598,8 @@ def _verdict(item: Mapping[str, Any] | None, event_id: str) -> tuple[str, bool |
         status = item.get(runtime_env.ITEM_CLAIM_STATUS, {}).get("S")
     else:
         status = item.get("status", {}).get("S")
+    if status == runtime_env.STATUS_PENDING and receipts is not None:
+        status = published_status(item, receipts)
     if status == runtime_env.STATUS_SENT:
         return "sent", True, False
     if status == runtime_env.STATUS_PENDING:
@@ -596,8 +634,10 @@ def explain_message(
     table: str,
     *,
     consumer: Any | None = None,
+    state_table: str | None = None,
 ) -> Explanation:
-    """What one DLQ message's claim says about its event."""
+    """What one DLQ message's claim says about its event (the publication receipt it names
+    read from ``state_table``, default ``table``, when the claim is pending)."""
     reasons = message.reasons()
     first_seen = reasons.get(runtime_env.FIRST_SEEN_ATTRIBUTE) or message.attributes.get(
         "SentTimestamp"
@@ -631,12 +671,28 @@ def explain_message(
             advice=f"its claim key cannot be derived ({type(exc).__name__}); nothing was looked up",
         )
     item = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
-    claim, applied, owed = _verdict(item, event_id)
+    receipts = None
+    receipt = receipt_of(dict(item)) if item else None
+    if receipt:
+        in_item = runtime_env.ITEM_CLAIM_STATUS in item if item else False
+        try:
+            receipts = read_receipts(
+                dynamodb, state_table if in_item else (state_table or table), [receipt]
+            )
+        except ReceiptsUnknown as exc:
+            raise OpsError(str(exc)) from None
+    claim, applied, owed = _verdict(item, event_id, receipts)
     advice = _ADVICE.get(claim, "the claim's status is not one the runtime writes: look at it")
     if message.reasonless:
         advice = (
             "SQS moved this copy with no reason (a process death or timeout on its last "
             f"receive, or a failed quarantine): {advice}"
+        )
+    if reasons.get("failure_kind") == runtime_env.CONFLICTING_DUPLICATE:
+        advice = (
+            f"{conflict_summary(message, item) or 'conflict'}. Do not redrive it: it would be "
+            "refused again; ask the producer which content is right (a correction is a new "
+            f"event id). The first copy's claim: {advice}"
         )
     if reasons.get("failure_kind") == "beyond_dedup_horizon":
         advice = (
@@ -661,9 +717,10 @@ def explain(
     *,
     consumer: Any | None = None,
     limit: int = 10,
+    state_table: str | None = None,
 ) -> list[Explanation]:
     """Peek up to ``limit`` DLQ messages (consuming none) and explain each from its claim."""
     return [
-        explain_message(message, dynamodb, table, consumer=consumer)
+        explain_message(message, dynamodb, table, consumer=consumer, state_table=state_table)
         for message in peek(sqs, dlq_url, limit)
     ]

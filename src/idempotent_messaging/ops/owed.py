@@ -11,6 +11,12 @@ publishes only).
 Claims live in the state table, or, for a consumer declaring ``SingleItemEffect``, in its
 business items (``claim_status``, ``claim_owed_notification``, ...): ``owed_claims`` recognises
 both in whichever table it is given.
+
+A fresh claim stays ``pending`` once published: its batch's publication RECEIPT, an item of the
+consumer's state table named by the claim (``receipt`` / ``claim_receipt``), lists it
+(``runtime.claims.Receipts``). A pending claim its receipt lists is not owed; the receipts are
+read from the state table (``receipts_table``: the scanned table itself when it is the state
+table; for claims in business items, the consumer's state table, ``--state-table``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from idempotent_messaging.runtime import env as runtime_env
+from idempotent_messaging.runtime.claims import published_status
 
 
 @dataclass(frozen=True)
@@ -86,9 +93,68 @@ def _item_claim(item: dict[str, Any], key_names: list[str]) -> OwedClaim:
     )
 
 
-def owed_claims(dynamodb: Any, table: str, *, older_than_s: int, now: int) -> Iterator[OwedClaim]:
-    """Every ``pending`` claim received more than ``older_than_s`` seconds before ``now``,
-    whether ``table`` is a state table or a business table holding claims in its items."""
+class ReceiptsUnknown(RuntimeError):
+    """Claims name receipts but no state table was given to read them from."""
+
+
+def receipt_of(item: dict[str, Any]) -> str | None:
+    """The receipt a stored claim names (either placement), None for a claim without one."""
+    for name in (runtime_env.ITEM_CLAIM_RECEIPT, runtime_env.STATE_CLAIM_RECEIPT):
+        value = item.get(name, {}).get("S")
+        if value:
+            return str(value)
+    return None
+
+
+def read_receipts(
+    dynamodb: Any, table: str | None, receipt_ids: list[str]
+) -> dict[str, frozenset[str]]:
+    """{receipt id: entries listed} from the state ``table`` (consistent BatchGetItem, 100
+    ids a call, unprocessed keys asked again); an absent receipt lists nothing."""
+    ids = list(dict.fromkeys(receipt_ids))
+    if not ids:
+        return {}
+    if table is None:
+        raise ReceiptsUnknown(
+            "these claims name publication receipts, kept in the consumer's state table: pass "
+            "--state-table <the consumer's state table> to read them"
+        )
+    names = _table_key_names(dynamodb, table)
+    tenant = runtime_env.TENANT_SORT_KEY in names
+    partition = runtime_env.TENANT_PARTITION_KEY if tenant else runtime_env.EVENT_ID_KEY
+
+    def key(receipt: str) -> dict[str, Any]:
+        if tenant:
+            return {partition: {"S": receipt}, "sk": {"S": runtime_env.RECEIPT_SORT_KEY}}
+        return {partition: {"S": receipt}}
+
+    found: dict[str, frozenset[str]] = {r: frozenset() for r in ids}
+    for start in range(0, len(ids), 100):
+        request: dict[str, Any] = {
+            table: {"Keys": [key(r) for r in ids[start : start + 100]], "ConsistentRead": True}
+        }
+        for _ in range(10):
+            response = dynamodb.batch_get_item(RequestItems=request)
+            for item in response.get("Responses", {}).get(table, []):
+                listed = item.get(runtime_env.RECEIPT_PUBLISHED, {}).get("SS", [])
+                found[item[partition]["S"]] = frozenset(listed)
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+    return found
+
+
+def owed_claims(
+    dynamodb: Any,
+    table: str,
+    *,
+    older_than_s: int,
+    now: int,
+    receipts_table: str | None = None,
+) -> Iterator[OwedClaim]:
+    """Every ``pending`` claim received more than ``older_than_s`` seconds before ``now`` and
+    not listed by the receipt it names, whether ``table`` is a state table or a business
+    table holding claims in its items (then ``receipts_table``: the consumer's state table)."""
     kwargs: dict[str, Any] = {
         "TableName": table,
         "ConsistentRead": True,
@@ -107,7 +173,16 @@ def owed_claims(dynamodb: Any, table: str, *, older_than_s: int, now: int) -> It
     key_names: list[str] | None = None
     while True:
         page = dynamodb.scan(**kwargs)
-        for item in page.get("Items", []):
+        items = page.get("Items", [])
+        in_items = any(runtime_env.ITEM_CLAIM_STATUS in item for item in items)
+        receipts = read_receipts(
+            dynamodb,
+            receipts_table if in_items else (receipts_table or table),
+            [r for item in items if (r := receipt_of(item))],
+        )
+        for item in items:
+            if published_status(item, receipts) == runtime_env.STATUS_SENT:
+                continue  # its receipt lists it: published
             if runtime_env.ITEM_CLAIM_STATUS in item:
                 # A business item's key is the table's, whatever the consumer named it.
                 if key_names is None:

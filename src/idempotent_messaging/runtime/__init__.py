@@ -51,6 +51,7 @@ from idempotent_messaging.runtime.consumer import (
     EventIdFromContentHash,
     EventTimeFromAttribute,
     EventTimeFromBody,
+    Fingerprint,
     WriteContext,
 )
 from idempotent_messaging.runtime.entry import lambda_handler
@@ -74,6 +75,7 @@ __all__ = [
     "EventTimeFromAttribute",
     "EventTimeFromBody",
     "FailureClass",
+    "Fingerprint",
     "KeyIsEventId",
     "Notification",
     "Outcome",

@@ -40,11 +40,14 @@ from idempotent_messaging.runtime.claims import (
     TRANSACT_MAX_ITEMS,
     Claim,
     ClaimPlacement,
+    Conflict,
     StateKey,
     StatusWrite,
     TransactItem,
+    conflicts,
     describe_item,
     insert_chunks,
+    receipt_size,
 )
 from idempotent_messaging.runtime.clients import MAX_ATTEMPTS, transaction_backoff
 from idempotent_messaging.runtime.errors import (
@@ -100,6 +103,7 @@ class Stage(enum.Enum):
     PARSED = "parsed"
     POISON = "poison"
     NEED_READ = "need_read"
+    NEED_RECEIPT = "need_receipt"
     NEED_PUBLISH = "need_publish"
     NEED_STATUS = "need_status"
     DONE = "done"
@@ -121,12 +125,20 @@ class RecordState:
     key_existed: bool = False
     """Its claim's INSERT was refused with DuplicateItem: the item existed at that moment."""
     shadow_of: RecordState | None = None
+    shadow_differs: bool = False
+    """Its shadow's content differs from the first's: judged once the first's verdict is known."""
     outcome: Outcome | None = None
     failure_class: FailureClass | None = None
     kind: str | None = None
     reason: str | None = None
     attempts: int = 1
     notification_id: str | None = None
+    receipt: str | None = None
+    """The receipt of THIS batch its fresh claim names (claims.Receipts): written after the
+    publish, listing ``receipt_entry`` if its notification went out."""
+    receipt_entry: str = ""
+    found_receipt: str | None = None
+    """A duplicate's: the receipt its existing ``pending`` claim names (read before publish)."""
     first_seen_ms: int | None = None
     """The earliest time known of this event (epoch ms): the carried first-seen attribute,
     SQS's SentTimestamp of this copy, the producer's event time."""
@@ -204,6 +216,8 @@ class BatchRun:
             is_fifo(str(r.get("eventSourceARN", ""))) for r in raws
         )
         self.records = [self._wrap(i, raw) for i, raw in enumerate(raws)]
+        self._receipt_id: str | None = None
+        self._receipt_bytes = 0
 
     @staticmethod
     def _wrap(index: int, raw: Mapping[str, Any]) -> RecordState:
@@ -237,6 +251,7 @@ class BatchRun:
             self._mark_in_batch_duplicates()
             self._commit_all()
             self._read_statuses()
+            self._read_receipts()
             self._publish()
             self._write_statuses()
             self._resolve_shadows()
@@ -332,6 +347,8 @@ class BatchRun:
             rec.saw(decoded.event_time_ms, "the event time")
             if self._beyond_horizon(rec):
                 continue
+            if decoded.notification:
+                self._assign_receipt(rec, self.claims.receipt_entry(decoded.key, rec.event_id))
             rec.claim = self.claims.claim(
                 key=decoded.key,
                 event_id=decoded.event_id,
@@ -339,7 +356,18 @@ class BatchRun:
                 items=decoded.items,
                 status=env.STATUS_PENDING if decoded.notification else env.STATUS_SENT,
                 now=self.now,
+                receipt=rec.receipt,
             )
+
+    def _assign_receipt(self, rec: RecordState, entry: str) -> None:
+        """The receipt id its claim will name, chosen before the commit: one per batch, a new
+        one each ``env.RECEIPT_MAX_BYTES`` of entries (the item limit; 1 write unit per KB
+        either way)."""
+        size = receipt_size(entry)
+        if self._receipt_id is None or self._receipt_bytes + size > env.RECEIPT_MAX_BYTES:
+            self._receipt_id, self._receipt_bytes = self.claims.receipts.new_id(), 0
+        self._receipt_bytes += size
+        rec.receipt, rec.receipt_entry = self._receipt_id, entry
 
     def _beyond_horizon(self, rec: RecordState) -> bool:
         """A copy first seen longer ago than its claim is known to live may meet no claim
@@ -366,7 +394,14 @@ class BatchRun:
             if rec.stage is not Stage.PARSED or rec.key is None:
                 continue
             if rec.key.label in first:
-                rec.shadow_of = first[rec.key.label]  # parked until _resolve_shadows
+                earlier = first[rec.key.label]
+                rec.shadow_of = earlier  # parked until _resolve_shadows
+                # Another body: a conflict only if the first copy's claim is made HERE; the
+                # claim may already hold this copy's content (the first copy is then the
+                # conflict), so it is not judged before the first's verdict.
+                rec.shadow_differs = conflicts(
+                    earlier.key.fingerprint if earlier.key else None, rec.key.fingerprint
+                )
             else:
                 first[rec.key.label] = rec
 
@@ -559,14 +594,18 @@ class BatchRun:
     # --- stage 3: duplicates -----------------------------------------------------------------
     def _duplicate(self, rec: RecordState, existing: Mapping[str, Any] | None) -> None:
         rec.duplicate = True
-        status = self.claims.verdict(existing, rec.event_id)
+        fingerprint = rec.key.fingerprint if rec.key else None
+        status = self.claims.verdict(existing, rec.event_id, fingerprint)
         if status is None:
             rec.stage = Stage.NEED_READ
         else:
+            rec.found_receipt = self.claims.receipt_of(existing)
             self._apply_status(rec, status)
 
     def _apply_status(self, rec: RecordState, status: str | None) -> None:
-        if status == CLAIMED_BY_OTHER_EVENT:
+        if isinstance(status, Conflict):
+            self._conflict(rec, status.first_message_id)
+        elif status == CLAIMED_BY_OTHER_EVENT:
             rec.poison(
                 PoisonKind.SEMANTIC,
                 "the business item already holds another event's effect (ConditionalCheckFailed);"
@@ -574,11 +613,23 @@ class BatchRun:
             )
         elif status == env.STATUS_SENT:
             rec.finish(Outcome.DUPLICATE_SKIPPED)
+        elif status == env.STATUS_PENDING and rec.found_receipt:
+            # Published if its receipt lists it (_read_receipts).
+            rec.stage = Stage.NEED_RECEIPT
         elif status == env.STATUS_PENDING:
             # The earlier delivery died between commit and publish: publish, then mark sent.
             rec.stage = Stage.NEED_PUBLISH
         else:
             rec.fail(FailureClass.TRANSIENT, f"claim has unexpected status {status!r}")
+
+    def _conflict(self, rec: RecordState, first_message_id: str, where: str = "") -> None:
+        """Same event id, other content: never a silent duplicate. The first effect stands;
+        this copy goes to the DLQ naming the event and both message ids, never a value."""
+        rec.poison(
+            PoisonKind.CONFLICTING_DUPLICATE,
+            f"conflict: event id {rec.event_id} first applied by message {first_message_id}"
+            f"{where}; this copy {rec.message_id} differs; the first effect stands",
+        )
 
     def _read_statuses(self) -> None:
         """Statuses of the duplicates whose refusal did not carry the existing claim."""
@@ -594,7 +645,7 @@ class BatchRun:
             if not todo or not self._time_ok(todo):
                 return
             try:
-                statuses, unprocessed = self.claims.read_statuses(
+                statuses, unprocessed, receipts = self.claims.read_statuses(
                     [r.key for r in todo if r.key], [r.event_id or "" for r in todo if r.key]
                 )
             except (ClientError, BotoCoreError) as exc:
@@ -607,6 +658,7 @@ class BatchRun:
                 if rec.key.label in unprocessed:
                     retry.append(rec)
                 else:
+                    rec.found_receipt = receipts.get(rec.key.label)
                     self._status_read(rec, statuses)
             if retry and attempt == STATUS_READ_ATTEMPTS:
                 for rec in retry:
@@ -634,6 +686,51 @@ class BatchRun:
             rec.fail(FailureClass.TRANSIENT, "claim vanished after its condition failed")
         else:
             self._apply_status(rec, statuses[rec.key.label])
+
+    def _read_receipts(self) -> None:
+        """``pending`` duplicates whose claim names a receipt: ONE consistent BatchGetItem of
+        the receipts (<= 100 ids a call; unprocessed ids again, as the status read). Listed ->
+        published (skip); not listed or absent (a death after the publish, a refused receipt
+        write, a failed PublishBatch entry) -> publish again, then mark the claim ``sent``."""
+        todo = self._hold_back(self._live(Stage.NEED_RECEIPT))
+        while todo:
+            ids = list(dict.fromkeys(r.found_receipt for r in todo if r.found_receipt))[
+                :BATCH_GET_MAX_KEYS
+            ]
+            chunk = [r for r in todo if r.found_receipt in ids]
+            todo = [r for r in todo if r.found_receipt not in ids]
+            self._read_receipt_chunk(chunk)
+
+    def _read_receipt_chunk(self, todo: list[RecordState]) -> None:
+        for attempt in range(1, STATUS_READ_ATTEMPTS + 1):
+            if not todo or not self._time_ok(todo):
+                return
+            try:
+                listed, unprocessed = self.claims.receipts.read(
+                    [r.found_receipt for r in todo if r.found_receipt]
+                )
+            except (ClientError, BotoCoreError) as exc:
+                for rec in todo:
+                    rec.fail(classify_exception(exc), f"receipt read failed: {short_error(exc)}")
+                return
+            retry = []
+            for rec in todo:
+                if rec.found_receipt in unprocessed:
+                    retry.append(rec)
+                elif rec.receipt_entry in listed.get(rec.found_receipt or "", frozenset()):
+                    rec.finish(Outcome.DUPLICATE_SKIPPED)
+                else:
+                    rec.stage = Stage.NEED_PUBLISH
+            if retry and attempt == STATUS_READ_ATTEMPTS:
+                for rec in retry:
+                    rec.fail(
+                        FailureClass.TRANSIENT,
+                        f"receipt read left unprocessed by DynamoDB {attempt} times",
+                    )
+                return
+            if retry:
+                self.sleep(transaction_backoff(attempt))
+            todo = retry
 
     # --- stage 4: notifications --------------------------------------------------------------
     def _publish(self) -> None:
@@ -717,9 +814,33 @@ class BatchRun:
 
     # --- stage 5: status -> sent -------------------------------------------------------------
     def _write_statuses(self) -> None:
+        """Fresh claims: the batch's receipt(s) list them (one PutItem each, ``_write_receipt``);
+        republished duplicates, and claims without a receipt: the ``sent`` marking."""
         pending = self._live(Stage.NEED_STATUS)
+        fresh: dict[str, list[RecordState]] = {}
+        for rec in pending:
+            if rec.receipt and not rec.duplicate:
+                fresh.setdefault(rec.receipt, []).append(rec)
+        for receipt, recs in fresh.items():
+            self._write_receipt(receipt, recs)
+        pending = [r for r in pending if r.stage is Stage.NEED_STATUS]
         for start in range(0, len(pending), PARTIQL_BATCH_MAX_STATEMENTS):
             self._write_status_chunk(pending[start : start + PARTIQL_BATCH_MAX_STATEMENTS])
+
+    def _write_receipt(self, receipt: str, todo: list[RecordState]) -> None:
+        """ONE PutItem listing the published records of the receipt (botocore retries a
+        throttle). Refused or failed: published but not recorded; the records are reported
+        failed and their redelivery, finding no listing, publishes again (at-least-once)."""
+        if not self._time_ok(todo):
+            return
+        try:
+            self.claims.receipts.write(receipt, [r.receipt_entry for r in todo], self.now)
+        except (ClientError, BotoCoreError) as exc:
+            for rec in todo:
+                rec.fail(classify_exception(exc), f"receipt write failed: {short_error(exc)}")
+            return
+        for rec in todo:
+            rec.finish(Outcome.PROCESSED)
 
     def _write_status_chunk(self, todo: list[RecordState]) -> None:
         for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -763,7 +884,19 @@ class BatchRun:
             if first is None:
                 continue
             rec.duplicate = True
-            if first.outcome in ok:
+            if rec.shadow_differs:
+                # The claim holds the first copy's content: it made the claim here, or met it
+                # as its own duplicate. Otherwise (a conflict itself, or unfinished) the claim
+                # may be this copy's own: judged alone on redelivery.
+                if first.outcome in ok:
+                    self._conflict(rec, first.message_id, " (claimed in this batch)")
+                else:
+                    rec.fail(
+                        FailureClass.TRANSIENT,
+                        "another copy of this event with other content came first in the "
+                        "batch and did not make the claim; judged alone on redelivery",
+                    )
+            elif first.outcome in ok:
                 rec.finish(Outcome.DUPLICATE_SKIPPED)
             else:
                 # Let SQS redeliver it; it will then meet the first one's claim (or make it).

@@ -20,8 +20,9 @@ call is ``env.STATE_TABLE_ACTIONS`` / ``env.BUSINESS_TABLE_ACTIONS``.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from idempotent_messaging.runtime import env
@@ -46,6 +47,27 @@ CLAIMED_BY_OTHER_EVENT = "claimed by another event"
 """A claim verdict: the item exists but holds another event's effect (single-item claims)."""
 
 
+class Conflict(str):
+    """A claim verdict: the claim is this event's but its content fingerprint differs from this
+    copy's (``env.CONFLICTING_DUPLICATE``); ``first_message_id`` is the claiming copy's."""
+
+    first_message_id: str
+
+    def __new__(cls, first_message_id: str) -> Conflict:
+        verdict = super().__new__(cls, env.CONFLICTING_DUPLICATE)
+        verdict.first_message_id = first_message_id
+        return verdict
+
+
+def conflicts(stored: str | None, fingerprint: str | None) -> bool:
+    """True when a stored fingerprint and this copy's differ under the SAME definition (the
+    part before ``:``). A claim without one (written before fingerprints), a copy without one
+    (content-hash ids) or a changed definition compare as today: a duplicate."""
+    if not stored or not fingerprint or stored == fingerprint:
+        return False
+    return stored.partition(":")[0] == fingerprint.partition(":")[0]
+
+
 # --- keys ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StateKey:
@@ -54,6 +76,9 @@ class StateKey:
     key: dict[str, dict[str, str]]
     label: str
     """Stable, unique text form used to spot two records of one event in a batch."""
+    fingerprint: str | None = field(default=None, compare=False)
+    """The record's content fingerprint (``consumer.Fingerprint``), kept with its claim; None:
+    none (content-hash event ids)."""
 
     @property
     def condition(self) -> str:
@@ -369,6 +394,127 @@ def _sent_statement(
     return sets, parameters
 
 
+class Receipts:
+    """Publication receipts in the component's STATE table, for every placement.
+
+    A fresh claim is committed ``pending`` naming its batch's receipt id (chosen before the
+    commit, ``new_id``). Once the batch's notifications are published, ONE PutItem per
+    receipt lists the claims whose notifications went out (``receipt_entry`` of each): 1 write
+    unit per KB for the whole batch instead of one UPDATE per message. A redelivery that finds
+    a ``pending`` claim naming a receipt reads it (``read``, consistent BatchGetItem): listed ->
+    done; not listed, or no receipt (a death after the publish, a refused receipt write, a
+    failed entry of the PublishBatch) -> publish again, then mark the CLAIM ``sent`` (where
+    every later copy looks first). The receipt keeps the claim TTL, counted from its write: it
+    outlives the claims it lists (for claims kept in a business item, which never expire, it has
+    no TTL either). IAM: PutItem, BatchGetItem on the state table
+    (``env.STATE_TABLE_ACTIONS``).
+    """
+
+    def __init__(self, client: Any, settings: Settings, *, expires: bool = True) -> None:
+        self._client = client
+        self._table = settings.state_table
+        self._tenant_layout = settings.tenant_layout
+        self._ttl_attribute = settings.ttl_attribute
+        # The claims' horizon: a claim kept in a business item has no TTL, nor its receipt
+        # (a late copy, however late, must still find it listed).
+        self._ttl_seconds = settings.claim_ttl_seconds if expires else None
+
+    @staticmethod
+    def new_id() -> str:
+        """A receipt id no event id can name by accident (122 random bits)."""
+        return f"{env.RECEIPT_KEY_PREFIX}{uuid.uuid4().hex}"
+
+    def key(self, receipt_id: str) -> dict[str, dict[str, str]]:
+        if self._tenant_layout:
+            return {
+                env.TENANT_PARTITION_KEY: {"S": receipt_id},
+                env.TENANT_SORT_KEY: {"S": env.RECEIPT_SORT_KEY},
+            }
+        return {env.EVENT_ID_KEY: {"S": receipt_id}}
+
+    def write(self, receipt_id: str, entries: Sequence[str], now: int) -> None:
+        """ONE PutItem: the receipt listing ``entries`` (unconditional: the id is new)."""
+        item: dict[str, Any] = self.key(receipt_id)
+        item.update(
+            {
+                env.RECEIPT_PUBLISHED: {"SS": sorted(set(entries))},
+                env.RECEIPT_WRITTEN_AT: {"N": str(now)},
+            }
+        )
+        if self._ttl_seconds is not None:
+            item[self._ttl_attribute] = {"N": str(now + self._ttl_seconds)}
+        self._client.put_item(TableName=self._table, Item=item)
+
+    def read(self, receipt_ids: Sequence[str]) -> tuple[dict[str, frozenset[str]], set[str]]:
+        """ONE consistent BatchGetItem (caller keeps it <= 100 ids): ``({receipt id: entries
+        listed}, unprocessed ids)``; an absent receipt lists nothing."""
+        unique = list(dict.fromkeys(receipt_ids))
+        response = self._client.batch_get_item(
+            RequestItems={
+                self._table: {
+                    "Keys": [self.key(r) for r in unique],
+                    "ConsistentRead": True,
+                }
+            }
+        )
+        partition = env.TENANT_PARTITION_KEY if self._tenant_layout else env.EVENT_ID_KEY
+        found = {
+            str(item[partition]["S"]): frozenset(item.get(env.RECEIPT_PUBLISHED, {}).get("SS", []))
+            for item in response.get("Responses", {}).get(self._table, [])
+        }
+        unprocessed = {
+            str(k[partition]["S"])
+            for k in response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+        }
+        return {r: found.get(r, frozenset()) for r in unique if r not in unprocessed}, unprocessed
+
+
+def is_receipt(item: Mapping[str, Any]) -> bool:
+    """True for a receipt item of the state table (its partition key is a receipt id)."""
+    for name in (env.EVENT_ID_KEY, env.TENANT_PARTITION_KEY):
+        value = item.get(name)
+        if isinstance(value, Mapping) and str(value.get("S", "")).startswith(
+            env.RECEIPT_KEY_PREFIX
+        ):
+            return env.RECEIPT_PUBLISHED in item
+    return False
+
+
+def receipt_entry_of(claim: Mapping[str, Any]) -> str:
+    """How a receipt lists a stored claim (``receipt_entry``): its event id; a state-table
+    claim of the tenant layout: ``[pk, sk]`` as JSON."""
+    if env.ITEM_CLAIM_EVENT_ID in claim:
+        return str(claim[env.ITEM_CLAIM_EVENT_ID]["S"])
+    if env.TENANT_SORT_KEY in claim and env.TENANT_PARTITION_KEY in claim:
+        return json.dumps([claim[env.TENANT_PARTITION_KEY]["S"], claim[env.TENANT_SORT_KEY]["S"]])
+    return str(claim[env.EVENT_ID_KEY]["S"])
+
+
+def published_status(
+    claim: Mapping[str, Any], receipts: Mapping[str, frozenset[str]] | None = None
+) -> str | None:
+    """A stored claim's status as the runtime reads it (either placement): ``sent`` when its
+    stored status is ``sent`` (claims written before receipts, republished ones) or when the
+    receipt it names lists it; else its stored status (``pending``: the notification is owed,
+    or its receipt was not read). ``receipts``: {receipt id: entries} (``Receipts.read``)."""
+    in_item = env.ITEM_CLAIM_EVENT_ID in claim
+    status_value = claim.get(env.ITEM_CLAIM_STATUS if in_item else "status", {}).get("S")
+    receipt_value = claim.get(env.ITEM_CLAIM_RECEIPT if in_item else env.STATE_CLAIM_RECEIPT, {})
+    receipt = receipt_value.get("S")
+    if (
+        status_value == env.STATUS_PENDING
+        and receipt
+        and receipt_entry_of(claim) in (receipts or {}).get(receipt, frozenset())
+    ):
+        return env.STATUS_SENT
+    return str(status_value) if status_value is not None else None
+
+
+def receipt_size(entry: str) -> int:
+    """Bytes an entry adds to a receipt's string set (UTF-8)."""
+    return len(entry.encode("utf-8", "surrogatepass"))
+
+
 class _Placement:
     """What both placements share: the client and the calls whose shape does not differ."""
 
@@ -407,6 +553,20 @@ class StateTableClaims(_Placement):
         self._settings = settings
         self._table = settings.state_table
         self.dedup_horizon_seconds = settings.claim_ttl_seconds
+        self.receipts = Receipts(client, settings)
+
+    def receipt_entry(self, key: StateKey, event_id: str) -> str:
+        """How a receipt lists this claim: its event id (the tenant layout: tenant and key)."""
+        if self._settings.tenant_layout:
+            return json.dumps(
+                [key.key[env.TENANT_PARTITION_KEY]["S"], key.key[env.TENANT_SORT_KEY]["S"]]
+            )
+        return event_id
+
+    def receipt_of(self, existing: Mapping[str, Any] | None) -> str | None:
+        """The receipt an existing claim names (None: written before receipts, or none)."""
+        value = (existing or {}).get(env.STATE_CLAIM_RECEIPT, {}).get("S")
+        return str(value) if value else None
 
     def claim(
         self,
@@ -417,6 +577,7 @@ class StateTableClaims(_Placement):
         items: list[TransactItem],
         status: str,
         now: int,
+        receipt: str | None = None,
     ) -> Claim:
         """The claim Put, guarded so that an existing claim cancels the whole transaction.
 
@@ -434,6 +595,10 @@ class StateTableClaims(_Placement):
                 "message_id": {"S": message_id},
             }
         )
+        if key.fingerprint:  # in the same Put: no extra call, ~40 bytes
+            item[env.STATE_CLAIM_FINGERPRINT] = {"S": key.fingerprint}
+        if receipt:  # the batch's receipt that will list it once published (Receipts)
+            item[env.STATE_CLAIM_RECEIPT] = {"S": receipt}
         put = {
             "Put": {
                 "TableName": self._table,
@@ -444,18 +609,29 @@ class StateTableClaims(_Placement):
         }
         return Claim(key=key, put=put, items=items)
 
-    def verdict(self, existing: Mapping[str, Any] | None, event_id: str | None) -> str | None:
-        """Status of an existing claim (None: unknown, read it)."""
+    def verdict(
+        self,
+        existing: Mapping[str, Any] | None,
+        event_id: str | None,
+        fingerprint: str | None = None,
+    ) -> str | None:
+        """Status of an existing claim, ``Conflict`` when its fingerprint differs from
+        ``fingerprint`` (None: unknown, read it)."""
         if not existing:
             return None
+        stored = existing.get(env.STATE_CLAIM_FINGERPRINT, {}).get("S")
+        if conflicts(stored, fingerprint):
+            return Conflict(str(existing.get("message_id", {}).get("S") or "unknown"))
         status = existing.get("status", {}).get("S")
         return str(status) if status is not None else None
 
     def read_statuses(
         self, keys: Sequence[StateKey], event_ids: Sequence[str]
-    ) -> tuple[dict[str, str | None], set[str]]:
-        """One consistent BatchGetItem: ``({label: status or None if absent}, unprocessed)``."""
+    ) -> tuple[dict[str, str | None], set[str], dict[str, str]]:
+        """One consistent BatchGetItem: ``({label: status or None if absent}, unprocessed,
+        {label: the receipt its claim names})``."""
         names = self._projection_names()
+        fingerprints = {k.label: k.fingerprint for k in keys}  # the verdict compares them
         response = self._client.batch_get_item(
             RequestItems={
                 self._table: {
@@ -467,7 +643,7 @@ class StateTableClaims(_Placement):
             }
         )
         found = {
-            self._label(item): self.verdict(item, None)
+            self._label(item): self.verdict(item, None, fingerprints.get(self._label(item)))
             for item in response.get("Responses", {}).get(self._table, [])
         }
         unprocessed = {
@@ -477,7 +653,12 @@ class StateTableClaims(_Placement):
         statuses: dict[str, str | None] = {
             k.label: found.get(k.label) for k in keys if k.label not in unprocessed
         }
-        return statuses, unprocessed
+        receipts = {
+            self._label(item): receipt
+            for item in response.get("Responses", {}).get(self._table, [])
+            if (receipt := self.receipt_of(item))
+        }
+        return statuses, unprocessed, receipts
 
     def mark_sent(self, writes: Sequence[StatusWrite], now: int) -> list[str | None]:
         """ONE PartiQL BatchExecuteStatement of UPDATEs to ``sent`` (caller keeps it <= 25).
@@ -533,9 +714,13 @@ class StateTableClaims(_Placement):
     def _projection_names(self) -> dict[str, str]:
         """Each key attribute once, plus status: DynamoDB rejects a projection naming one path
         twice (moto accepts it), and rejects unused ExpressionAttributeNames."""
+        # The fingerprint and the first message id: the verdict's conflict test and reason.
+        more = {"#f": env.STATE_CLAIM_FINGERPRINT, "#m": "message_id"}
+        more["#r"] = env.STATE_CLAIM_RECEIPT  # a pending claim's receipt (Receipts)
         if self._settings.tenant_layout:
-            return {"#k1": env.TENANT_PARTITION_KEY, "#k2": env.TENANT_SORT_KEY, "#s": "status"}
-        return {"#k1": env.EVENT_ID_KEY, "#s": "status"}
+            keys = {"#k1": env.TENANT_PARTITION_KEY, "#k2": env.TENANT_SORT_KEY, "#s": "status"}
+            return keys | more
+        return {"#k1": env.EVENT_ID_KEY, "#s": "status"} | more
 
     def _label(self, item: Mapping[str, Any]) -> str:
         if self._settings.tenant_layout:
@@ -571,6 +756,18 @@ class ItemClaims(_Placement):
         self._table = settings.business_table
         self._effect = effect
         self._key_names = effect.key
+        # Receipts live in the component's state table, never in the business table; like
+        # the claim in the item, they do not expire.
+        self.receipts = Receipts(client, settings, expires=False)
+
+    def receipt_entry(self, key: StateKey, event_id: str) -> str:
+        """How a receipt lists this claim: its event id (which alone derives the item)."""
+        return event_id
+
+    def receipt_of(self, existing: Mapping[str, Any] | None) -> str | None:
+        """The receipt an existing item's claim names (None: written before receipts)."""
+        value = (existing or {}).get(env.ITEM_CLAIM_RECEIPT, {}).get("S")
+        return str(value) if value else None
 
     def claim(
         self,
@@ -581,6 +778,7 @@ class ItemClaims(_Placement):
         items: list[TransactItem],
         status: str,
         now: int,
+        receipt: str | None = None,
     ) -> Claim:
         """The business Put (checked by ``SingleItemEffect.check``) carrying the claim, and,
         when the Put only creates the declared item, the same write as a PartiQL INSERT."""
@@ -595,6 +793,10 @@ class ItemClaims(_Placement):
                 env.ITEM_CLAIM_RECEIVED_AT: {"N": str(now)},
             }
         )
+        if key.fingerprint:  # in the same write: no extra call, ~45 bytes
+            item[env.ITEM_CLAIM_FINGERPRINT] = {"S": key.fingerprint}
+        if receipt:  # the batch's receipt that will list it once published (Receipts)
+            item[env.ITEM_CLAIM_RECEIPT] = {"S": receipt}
         names = dict(put.get("ExpressionAttributeNames") or {})
         guards = []
         for position, name in enumerate(self._key_names):
@@ -625,28 +827,46 @@ class ItemClaims(_Placement):
                 # Used when DynamoDB carries the existing item with the refusal; else one read.
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
-        return Claim(StateKey(key=item_key, label=label), {"Put": put}, [], insert)
+        return Claim(
+            StateKey(key=item_key, label=label, fingerprint=key.fingerprint),
+            {"Put": put},
+            [],
+            insert,
+        )
 
-    def verdict(self, existing: Mapping[str, Any] | None, event_id: str | None) -> str | None:
-        """This event's claim status, ``CLAIMED_BY_OTHER_EVENT``, or None (unknown: read)."""
+    def verdict(
+        self,
+        existing: Mapping[str, Any] | None,
+        event_id: str | None,
+        fingerprint: str | None = None,
+    ) -> str | None:
+        """This event's claim status, ``CLAIMED_BY_OTHER_EVENT``, ``Conflict`` (this event's
+        claim, another content fingerprint), or None (unknown: read)."""
         if not existing:
             return None
         claimed_by = existing.get(env.ITEM_CLAIM_EVENT_ID, {}).get("S")
         if claimed_by != event_id:
             return CLAIMED_BY_OTHER_EVENT
+        stored = existing.get(env.ITEM_CLAIM_FINGERPRINT, {}).get("S")
+        if conflicts(stored, fingerprint):
+            first = existing.get(env.ITEM_CLAIM_MESSAGE_ID, {}).get("S")
+            return Conflict(str(first or "unknown"))
         status = existing.get(env.ITEM_CLAIM_STATUS, {}).get("S")
         return str(status) if status is not None else None
 
     def read_statuses(
         self, keys: Sequence[StateKey], event_ids: Sequence[str]
-    ) -> tuple[dict[str, str | None], set[str]]:
-        """One consistent BatchGetItem of the items: ``({label: verdict}, unprocessed)``.
+    ) -> tuple[dict[str, str | None], set[str], dict[str, str]]:
+        """One consistent BatchGetItem of the items: ``({label: verdict}, unprocessed,
+        {label: the receipt its claim names})``.
 
         Two events may name one item (a duplicate and a clash with it): BatchGetItem refuses
         a request that lists a key twice (ValidationException), so each key is read once."""
         unique = {self._key_text(k.key): k.key for k in keys}
         names = {f"#k{i}": name for i, name in enumerate(self._key_names)}
         names.update({"#ce": env.ITEM_CLAIM_EVENT_ID, "#cs": env.ITEM_CLAIM_STATUS})
+        names.update({"#cf": env.ITEM_CLAIM_FINGERPRINT, "#cm": env.ITEM_CLAIM_MESSAGE_ID})
+        names["#cr"] = env.ITEM_CLAIM_RECEIPT  # a pending claim's receipt (Receipts)
         response = self._client.batch_get_item(
             RequestItems={
                 self._table: {
@@ -667,13 +887,16 @@ class ItemClaims(_Placement):
         }
         statuses: dict[str, str | None] = {}
         unprocessed: set[str] = set()
+        receipts: dict[str, str] = {}
         for key, event_id in zip(keys, event_ids, strict=True):
             text = self._key_text(key.key)
             if text in unprocessed_keys:
                 unprocessed.add(key.label)
             else:
-                statuses[key.label] = self.verdict(found.get(text), event_id)
-        return statuses, unprocessed
+                statuses[key.label] = self.verdict(found.get(text), event_id, key.fingerprint)
+                if receipt := self.receipt_of(found.get(text)):
+                    receipts[key.label] = receipt
+        return statuses, unprocessed, receipts
 
     def mark_sent(self, writes: Sequence[StatusWrite], now: int) -> list[str | None]:
         """ONE PartiQL BatchExecuteStatement (<= 25), as ``StateTableClaims.mark_sent``; the

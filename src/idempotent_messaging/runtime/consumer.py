@@ -10,14 +10,16 @@ event id (``EventIdFrom*``), the key, ``writes()`` checked against DynamoDB's va
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import decimal
+import functools
 import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
@@ -101,6 +103,73 @@ class EventIdFromContentHash:
     def extract(self, record: Mapping[str, Any], message: Any) -> str:
         body = record.get("body") or ""
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+# --- the content fingerprint: a re-sent event id with other content is a conflict ------------
+@dataclass(frozen=True)
+class Fingerprint:
+    """Which content identifies an event: its claim keeps a short hash of it, and a later copy
+    of the same event id whose hash differs is a conflict (``conflicting_duplicate``), never a
+    silent duplicate.
+
+    ``fields``: JMESPath expressions over the decoded body (``"order.order_id"``,
+    ``"amount"``, as Powertools' ``payload_validation_jmespath``); empty (the default): the
+    WHOLE decoded body. The content is canonical JSON (keys sorted, no whitespace, numbers by
+    value: ``1``, ``1.0`` and ``1.00`` are one number), so a producer that re-serialises the
+    same event is not in conflict. The stored value is ``<definition>:<hash>``: the first 3
+    bytes of SHA-256 over the field list, then the first 16 bytes of SHA-256 over the content,
+    both base64url (27 characters); a claim stored under another definition compares as a
+    duplicate, as do claims written before fingerprints existed.
+    """
+
+    fields: tuple[str, ...] = ()
+    _compiled: tuple[Any, ...] = field(init=False, repr=False, compare=False, default=())
+    _tag: str = field(init=False, repr=False, compare=False, default="")
+
+    def __post_init__(self) -> None:
+        import jmespath  # botocore's dependency: in every Lambda bundle
+
+        object.__setattr__(self, "fields", tuple(self.fields))
+        try:
+            compiled = tuple(jmespath.compile(f) for f in self.fields)
+        except Exception as exc:
+            raise ValueError(f"Fingerprint(fields={list(self.fields)!r}): {exc}") from None
+        object.__setattr__(self, "_compiled", compiled)
+        tag = hashlib.sha256(json.dumps(list(self.fields)).encode()).digest()[:3]
+        object.__setattr__(self, "_tag", base64.urlsafe_b64encode(tag).decode())
+
+    def of(self, message: Any, body: str) -> str:
+        """``<definition>:<hash>`` of the declared content of one decoded message."""
+        try:
+            content: Any = message
+            if self.fields:
+                content = [c.search(message) for c in self._compiled]
+            text = json.dumps(_canonical(content), sort_keys=True, separators=(",", ":"))
+        except RecursionError:
+            text = "raw:" + body  # nested too deep to canonicalise: the body as sent
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+        return f"{self._tag}:{base64.urlsafe_b64encode(digest).decode().rstrip('=')}"
+
+
+def _canonical(value: Any) -> Any:
+    """Numbers by value (int, Decimal, float alike), containers recursively."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | Decimal):
+        number = Decimal(value)
+        return {"#n": str(number.normalize()) if number.is_finite() else str(number)}
+    if isinstance(value, float):
+        return {"#n": repr(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return str(value)
+
+
+@functools.lru_cache(maxsize=16)
+def _fingerprint_of_fields(fields: tuple[str, ...]) -> Fingerprint:
+    return Fingerprint(fields)
 
 
 # --- the event's own time: a producer re-send is a new SQS message, the event is not ----------
@@ -395,6 +464,10 @@ class Consumer:
             contract carries the event's own time: a copy older than the claim's life (a
             producer re-send months later) is refused as ``beyond_dedup_horizon`` instead of
             being applied a second time after its claim expired.
+        fingerprint: ``Fingerprint(fields=("order.order_id", ...))``: which content identifies
+            the event (JMESPath over the decoded body); default ``Fingerprint()``, the whole
+            decoded body. ``FINGERPRINT_FIELDS`` (set by the component) overrides it. A re-send
+            of a claimed event id with another fingerprint is ``conflicting_duplicate``.
 
     Messages are decoded as JSON with floats as ``Decimal`` (DynamoDB's number type).
     """
@@ -411,6 +484,7 @@ class Consumer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         effect: SingleItemEffect | None = None,
         event_time: EventTimeSource | None = None,
+        fingerprint: Fingerprint | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -425,6 +499,7 @@ class Consumer:
         self.max_body_bytes = max_body_bytes
         self.effect = effect
         self.event_time = event_time
+        self.fingerprint = fingerprint or Fingerprint()
         self.clock = clock
         self.sleep = sleep
 
@@ -471,6 +546,11 @@ class Consumer:
             )
         if (self.requires_business_table or self.effect) and not settings.business_table:
             raise ConfigurationError(f"{env.BUSINESS_TABLE} is missing or empty")
+        if settings.fingerprint_fields is not None:
+            try:
+                _fingerprint_of_fields(settings.fingerprint_fields)
+            except ValueError as exc:
+                raise ConfigurationError(f"{env.FINGERPRINT_FIELDS}: {exc}") from None
 
     # --- pure per-record decoding ---------------------------------------------------------
     def decode(self, raw: Mapping[str, Any], settings: Settings, now: int) -> DecodedMessage:
@@ -520,6 +600,12 @@ class Consumer:
             namespace=self.namespace,
             tenant=tenant,
         )
+        if not isinstance(self.event_id, EventIdFromContentHash):
+            # Content-hash ids ARE the body's hash: a conflict cannot occur, nothing to keep.
+            definition = self.fingerprint
+            if settings.fingerprint_fields is not None:
+                definition = _fingerprint_of_fields(settings.fingerprint_fields)
+            key = replace(key, fingerprint=definition.of(message, str(raw.get("body") or "")))
         ctx = WriteContext(
             event_id=event_id,
             message_id=str(raw.get("messageId", "")),

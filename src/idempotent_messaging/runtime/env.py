@@ -24,6 +24,10 @@ DLQ_RETENTION_SECONDS = "DLQ_RETENTION_SECONDS"
 # The source queue's redrive maxReceiveCount: a record failing on that receive is quarantined
 # with its error instead of being dead-lettered by SQS without a reason.
 MAX_RECEIVE_COUNT = "MAX_RECEIVE_COUNT"
+# Which content identifies an event (claims' fingerprint): a JSON array of JMESPath expressions
+# over the decoded body, set by the component only when the consumer's args name them; unset:
+# the consumer's own Consumer(fingerprint=...) declaration, by default the whole body.
+FINGERPRINT_FIELDS = "FINGERPRINT_FIELDS"
 # No longer set by the components (the runtime has one way to claim). Deployments made before
 # still carry IDEMPOTENCY_STRATEGY=transactional: that stale value is accepted and ignored, any
 # other value is refused (settings.Settings.from_env).
@@ -42,6 +46,10 @@ TENANT_PARTITION_KEY = "pk"  # tenant layout: tenant id
 TENANT_SORT_KEY = "sk"  # tenant layout: "<namespace>#<event id>"
 DEFAULT_TTL_ATTRIBUTE = "ttl"
 DEFAULT_CLAIM_TTL_SECONDS = 90 * 24 * 3600  # 90 days
+
+# --- Content fingerprint of a claim (a re-sent event id with other content is a conflict) ------
+STATE_CLAIM_FINGERPRINT = "fingerprint"  # on a state-table claim (in-item: ITEM_CLAIM_FINGERPRINT)
+CONFLICTING_DUPLICATE = "conflicting_duplicate"  # its DLQ failure_kind and its EMF metric name
 
 # --- Claim status values (exactly two) ---------------------------------------------------------
 STATUS_PENDING = "pending"
@@ -71,6 +79,9 @@ ITEM_CLAIM_RECEIVED_AT = "claim_received_at"
 ITEM_CLAIM_SENT_AT = "claim_sent_at"
 ITEM_CLAIM_NOTIFICATION_ID = "claim_notification_id"
 ITEM_CLAIM_OWED = "claim_owed_notification"
+ITEM_CLAIM_FINGERPRINT = "claim_fingerprint"  # the first copy's content fingerprint
+# The receipt a fresh claim names (chosen before the commit): claims.Receipts.
+ITEM_CLAIM_RECEIPT = "claim_receipt"
 ITEM_CLAIM_ATTRIBUTES = (
     ITEM_CLAIM_EVENT_ID,
     ITEM_CLAIM_STATUS,
@@ -79,13 +90,32 @@ ITEM_CLAIM_ATTRIBUTES = (
     ITEM_CLAIM_SENT_AT,
     ITEM_CLAIM_NOTIFICATION_ID,
     ITEM_CLAIM_OWED,
+    ITEM_CLAIM_FINGERPRINT,
+    ITEM_CLAIM_RECEIPT,
 )
+
+# --- Publication receipts (claims.Receipts), in the component's STATE table -------------------
+# A fresh claim is written `pending` and names its batch's receipt (`receipt` on a state-table
+# claim, `claim_receipt` in a business item). After the publish ONE item per batch (per
+# RECEIPT_MAX_BYTES of entries) lists the claims whose notifications went out: a claim is done
+# when it is `sent` (claims written before receipts, or republished ones) or its receipt lists
+# it. The receipt carries the claim TTL (same dedup horizon).
+STATE_CLAIM_RECEIPT = "receipt"
+RECEIPT_KEY_PREFIX = "receipt#"  # + a random id: event-id layout `event_id`, tenant layout `pk`
+RECEIPT_SORT_KEY = "receipt"  # tenant layout: `sk` of a receipt item
+RECEIPT_PUBLISHED = "published"  # string set of the claims' receipt entries
+RECEIPT_WRITTEN_AT = "written_at"
+RECEIPT_MAX_BYTES = 300 * 1024
+"""Entries per receipt item: under DynamoDB's 400 KB item limit with room for names and key;
+a receipt is billed 1 write unit per KB whatever its chunking, so it is split only there."""
 
 # --- What the runtime calls on each table (the component's IAM policy grants exactly these) ---
 # State table (claims.StateTableClaims): claims are Puts inside TransactWriteItems (authorised
 # per item action), the redelivery read is one consistent BatchGetItem, owed notifications are
 # an UpdateItem, and the `sent` marking is a PartiQL UPDATE (BatchExecuteStatement is
-# authorised per statement).
+# authorised per statement). Publication receipts (claims.Receipts), for EVERY placement
+# (in-item consumers too): one PutItem per batch, read with a consistent BatchGetItem on the
+# redelivery branch only.
 STATE_TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",

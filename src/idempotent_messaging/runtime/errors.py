@@ -43,6 +43,9 @@ class PoisonKind(enum.StrEnum):
     BEYOND_DEDUP_HORIZON = "beyond_dedup_horizon"
     """A copy first seen longer ago than its claim is kept (the claim TTL): its claim may be
     gone although its effect was applied, so it is never applied (again) silently."""
+    CONFLICTING_DUPLICATE = "conflicting_duplicate"
+    """A re-sent event id whose content differs from the claimed copy's (fingerprints differ):
+    never a silent duplicate; the first effect stands (``env.CONFLICTING_DUPLICATE``)."""
     NOTIFICATION_OWED = "notification_owed"
     """The business write WAS applied; SNS refused the notification for good. The claim stays
     ``pending``: a redrive after the fix (or ``python -m idempotent_messaging.ops owed``)

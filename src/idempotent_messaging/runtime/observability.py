@@ -108,6 +108,11 @@ def record_outcomes(outcomes: Sequence[tuple[Outcome, dict[str, Any]]]) -> None:
             )
     for outcome, count in Counter(outcome for outcome, _ in outcomes).items():
         metrics.add_metric(name=str(outcome), unit=MetricUnit.Count, value=count)
+    # A conflict ends quarantined (or failed, if the DLQ refused it); it has its own count too,
+    # which the component alarms on (> 0).
+    conflicts = sum(1 for _, f in outcomes if f.get("failure_kind") == env.CONFLICTING_DUPLICATE)
+    if conflicts:
+        metrics.add_metric(name=env.CONFLICTING_DUPLICATE, unit=MetricUnit.Count, value=conflicts)
 
 
 def _parts(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

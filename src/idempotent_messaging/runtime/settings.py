@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ class Settings:
     remaining_time_guard_ms: int = env.DEFAULT_REMAINING_TIME_GUARD_MS
     max_receive_count: int | None = None
     """The source queue's maxReceiveCount; None = unknown (no last-receive quarantine)."""
+    fingerprint_fields: tuple[str, ...] | None = None
+    """``FINGERPRINT_FIELDS`` (a JSON array of JMESPath expressions); None: unset, the
+    consumer's own ``Consumer(fingerprint=...)`` applies."""
 
     def __post_init__(self) -> None:
         if not self.state_table:
@@ -106,6 +110,7 @@ class Settings:
                 e, env.REMAINING_TIME_GUARD_MS, env.DEFAULT_REMAINING_TIME_GUARD_MS
             ),
             max_receive_count=_optional_int(e, env.MAX_RECEIVE_COUNT),
+            fingerprint_fields=_fingerprint_fields(e),
         )
 
 
@@ -160,6 +165,22 @@ def _optional_int(e: Mapping[str, str], name: str) -> int | None:
 def _int(e: Mapping[str, str], name: str, default: int) -> int:
     value = _optional_int(e, name)
     return default if value is None else value
+
+
+def _fingerprint_fields(e: Mapping[str, str]) -> tuple[str, ...] | None:
+    raw = e.get(env.FINGERPRINT_FIELDS)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigurationError(
+            f"environment variable {env.FINGERPRINT_FIELDS}={raw!r} is not a JSON array of "
+            'JMESPath expressions (e.g. ["order.order_id","order.amount"])'
+        )
+    return tuple(value)
 
 
 def _bool(e: Mapping[str, str], name: str) -> bool:

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.offline import SECRET_PLACEHOLDER, ProgramError, run_program
+from idempotent_messaging.offline import (
+    SECRET_PLACEHOLDER,
+    MissingPackageError,
+    ProgramError,
+    run_program,
+)
 from idempotent_messaging.rules.values import UNKNOWN
 from tests.policy.conftest import write_project
 
@@ -278,7 +283,6 @@ MISSING = 'import pulumi_eks as eks\n\neks.Cluster("cluster")\n'
 
 
 def test_a_missing_provider_package_names_the_module_and_how_to_add_it(tmp_path):
-    from idempotent_messaging.offline.errors import MissingPackageError
 
     project = write_project(tmp_path / "missing", MISSING)
     with pytest.raises(MissingPackageError, match="pulumi_eks") as raised:
@@ -310,6 +314,12 @@ def test_the_programs_own_virtualenv_and_package_paths_are_searched(tmp_path):
     (extra / "__init__.py").write_text(FAKE_EKS)
     run = run_program(bare, "dev", package_paths=[tmp_path / "extra"])
     assert one(run, "eks:index:Cluster").remote
+
+    # What only those runs could import is forgotten: a project without the package, checked
+    # next in this process, still misses it (as its own `pulumi` process would).
+    without = write_project(tmp_path / "without", MISSING)
+    with pytest.raises(MissingPackageError, match="pulumi_eks"):
+        run_program(without, "dev")
 
 
 def test_stack_reference_outputs_are_absent_at_up_unless_the_program_needs_them():

@@ -521,11 +521,16 @@ def _program_environment(
         os.chdir(cwd)
         sys.path[:] = path0
         sys.argv = argv
+        # What only this run could import (the program's own modules, and packages found
+        # only on its own package paths) is forgotten: the next program, or a check of another
+        # project in this process, must not see a package it does not have.
+        run_only = [
+            str(project.directory),
+            *(str(p) for p in [*project.package_paths, *package_paths]),
+        ]
         for mod_name in set(sys.modules) - modules_before:
             module_file = getattr(sys.modules[mod_name], "__file__", None) or ""
-            if module_file.startswith(str(project.directory) + os.sep) and (
-                "site-packages" not in module_file
-            ):
+            if any(module_file.startswith(root.rstrip(os.sep) + os.sep) for root in run_only):
                 del sys.modules[mod_name]
         for mod_name in [n for n in sys.modules if n.split(".")[0] in stashed]:
             del sys.modules[mod_name]

@@ -71,6 +71,10 @@ STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 _E = TypeVar("_E", bound=BaseException)
 
 
+def _under(path: str, root: str) -> bool:
+    return bool(path) and path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 @dataclass
 class ProgramRun:
     project: ProjectSpec
@@ -521,16 +525,20 @@ def _program_environment(
         os.chdir(cwd)
         sys.path[:] = path0
         sys.argv = argv
-        # What only this run could import (the program's own modules, and packages found
-        # only on its own package paths) is forgotten: the next program, or a check of another
-        # project in this process, must not see a package it does not have.
-        run_only = [
-            str(project.directory),
-            *(str(p) for p in [*project.package_paths, *package_paths]),
-        ]
+        # Forgotten after the run: the program's own modules, and what only its own package
+        # paths could import (another project checked next in this process must not see a
+        # package it does not have). What this process can import itself stays loaded.
+        own = [p for p in path0 if p and os.path.isdir(p)]
+        extra = [str(p) for p in [*project.package_paths, *package_paths]]
         for mod_name in set(sys.modules) - modules_before:
             module_file = getattr(sys.modules[mod_name], "__file__", None) or ""
-            if any(module_file.startswith(root.rstrip(os.sep) + os.sep) for root in run_only):
+            program_module = _under(module_file, str(project.directory)) and (
+                "site-packages" not in module_file
+            )
+            run_only = any(_under(module_file, root) for root in extra) and not any(
+                _under(module_file, root) for root in own
+            )
+            if program_module or run_only:
                 del sys.modules[mod_name]
         for mod_name in [n for n in sys.modules if n.split(".")[0] in stashed]:
             del sys.modules[mod_name]

@@ -20,7 +20,8 @@ components/, policy/ or ops/.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import time
+from typing import Any, TextIO
 
 LOCAL_EXTRA = "pip install 'idempotent-messaging[local]'"
 """How to install what the emulator needs (moto's server, Flask; pulumi-aws and boto3)."""
@@ -62,3 +63,19 @@ def __getattr__(name: str) -> Any:
             f"{', '.join(missing)}): {LOCAL_EXTRA}"
         )
     return getattr(importlib.import_module(module), name)
+
+
+class Console:
+    """Progress lines with the time since start, on the real terminal (the demo and the local
+    command redirect fd 1 to the handlers' log while they run)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.started = time.monotonic()
+
+    def line(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def step(self, text: str) -> None:
+        self.line(f"[{time.monotonic() - self.started:5.1f}s] {text}")

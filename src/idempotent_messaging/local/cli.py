@@ -29,9 +29,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from idempotent_messaging.local import LOCAL_EXTRA, missing_modules
+from idempotent_messaging.local import LOCAL_EXTRA, Console, missing_modules
 
 if TYPE_CHECKING:
     from idempotent_messaging.local.stack import LocalStack
@@ -41,21 +41,6 @@ STATE_DIR_VARIABLE = "EMULATOR_STATE_DIR"
 REPORT_WAIT_S = 120.0
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 _UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
-
-
-class Console:
-    """Progress lines with the time since start, on the real terminal."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.started = time.monotonic()
-
-    def line(self, text: str = "") -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def step(self, text: str) -> None:
-        self.line(f"[{time.monotonic() - self.started:5.1f}s] {text}")
 
 
 def build_parser() -> argparse.ArgumentParser:

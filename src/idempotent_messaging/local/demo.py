@@ -29,10 +29,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 from idempotent_messaging.dispatch import env as dispatch_env
 from idempotent_messaging.dispatch.keys import idempotency_key as charge_key
+from idempotent_messaging.local import Console
 from idempotent_messaging.local.deploy import PROJECT_DIR, print_report
 from idempotent_messaging.local.faults import FaultInjector, writes_item_with
 from idempotent_messaging.local.invoke import handler_output_to, invoke
@@ -74,21 +74,6 @@ OUTCOME_MEANINGS: dict[Outcome, str] = {
     Outcome.RETRIED: "transaction conflict retried inside the invocation",
     Outcome.FAILED: "transient failure reported in batchItemFailures; SQS redelivers it",
 }
-
-
-class Console:
-    """Progress lines on the real terminal while fd 1 is redirected to the handler log."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.started = time.monotonic()
-
-    def line(self, text: str = "") -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def step(self, text: str) -> None:
-        self.line(f"[{time.monotonic() - self.started:5.1f}s] {text}")
 
 
 @dataclass

@@ -141,8 +141,38 @@ def bench_consumer(
             "summary": summary,
             "runs": runs,
         }
+        if scenario.name in report.FINGERPRINT_SCENARIOS:
+            out[scenario.name]["fingerprint"] = _fingerprint_side_by_side(
+                scenario, emulator, runs["ours"], inputs, function
+            )
         targets.extend(report.consumer_targets(scenario.name, summary))
+        targets.extend(report.fingerprint_targets(scenario.name, out[scenario.name]))
     return out, targets
+
+
+def _fingerprint_side_by_side(
+    scenario: Any, emulator: Any, ours: list[dict[str, Any]], inputs: ModelInputs, function: Any
+) -> dict[str, Any]:
+    """Ours again on the same messages (same seeds) with the claim fingerprint removed from
+    every write on the wire: what the conflict guard costs in calls and write units."""
+    from bench.consumer import run_once
+    from bench.usage import FINGERPRINT_ATTRIBUTES
+
+    without = []
+    for rep in range(len(ours)):
+        run = run_once(
+            "ours",
+            emulator,
+            messages=scenario.messages,
+            duplicate_rate=scenario.duplicate_rate,
+            throttle_rate=scenario.throttle_rate,
+            seed=rep,
+            strip=FINGERPRINT_ATTRIBUTES,
+        ).as_dict()
+        run["model"] = report.model_consumer_run(run, inputs, function)
+        without.append(run)
+    log(f"  {scenario.name}: ours without the fingerprint attribute, {len(without)} runs")
+    return report.fingerprint_summary(ours, without)
 
 
 # --- 2. dispatcher -------------------------------------------------------------------------------

@@ -291,14 +291,19 @@ def run_once(
     duplicate_rate: float = 0.0,
     throttle_rate: float = 0.0,
     seed: int = 0,
+    strip: frozenset[str] = frozenset(),
 ) -> RunResult:
-    """One implementation over one freshly reset emulator."""
+    """One implementation over one freshly reset emulator; `strip`: attribute names removed
+    from every DynamoDB write it sends (`counting.strip_attributes`), a counterfactual run."""
     counting.install()  # before any client exists, so every client gets the hooks
     emulator.reset()
     stream = order_messages(messages, duplicate_rate, seed=seed)
     prepared = _prepare(implementation, emulator)
     queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE_NAME}"
-    with _quiet_logs() as logs, counting.recording(throttle_rate, seed=seed) as recorder:
+    with (
+        _quiet_logs() as logs,
+        counting.recording(throttle_rate, seed=seed, strip=strip) as recorder,
+    ):
         stats = deliver(
             prepared.handler,
             stream,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import weakref
 from collections import Counter
@@ -37,7 +38,7 @@ import botocore.httpsession
 import botocore.session
 from botocore.awsrequest import AWSResponse
 
-from bench.usage import CallUsage, describe
+from bench.usage import INSERT_FIELD, CallUsage, describe
 
 _LOCK = threading.Lock()
 _ACTIVE: Recorder | None = None
@@ -123,6 +124,9 @@ class Recorder:
     """What the hooks saw while this recorder was active."""
 
     throttler: Throttler | None = None
+    # Attribute names removed from every DynamoDB write before it is sent (`strip_attributes`):
+    # the counterfactual run that shows what an attribute costs on the wire.
+    strip: frozenset[str] = frozenset()
     calls: Counter[str] = field(default_factory=Counter)  # "dynamodb.TransactWriteItems" -> n
     attempts: Counter[str] = field(default_factory=Counter)  # HTTP attempts incl. retries
     wire_requests: int = 0  # attempts that reached the HTTP transport
@@ -171,9 +175,53 @@ def _key(model: Any) -> str:
     return f"{model.service_model.service_id.hyphenize()}.{model.name}"
 
 
-def _on_before_parameter_build(params: Any, context: Any, **_: Any) -> None:
-    if _ACTIVE is not None:
+def _on_before_parameter_build(params: Any, context: Any, model: Any = None, **_: Any) -> None:
+    recorder = _ACTIVE
+    if recorder is not None:
+        if recorder.strip and model is not None and isinstance(params, dict):
+            strip_attributes(model.name, params, recorder.strip)
         context["bench_params"] = params  # the API params; after-call only gets the context
+
+
+_INSERT = re.compile(r"^(\s*INSERT\s+INTO\s+\S+\s+VALUE\s*)\{(.*)\}\s*$", re.I | re.S)
+
+
+def _strip_insert(entry: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """An ``INSERT INTO "t" VALUE {'a': ?, ...}`` without the attributes in `names` (a copy;
+    any other statement unchanged)."""
+    match = _INSERT.match(str(entry.get("Statement", "")))
+    parameters = list(entry.get("Parameters", []))
+    fields = INSERT_FIELD.findall(match.group(2)) if match else []
+    if not match or len(fields) != len(parameters):
+        return entry
+    kept = [
+        (f, p) for f, p in zip(fields, parameters, strict=True) if f.replace("''", "'") not in names
+    ]
+    text = ", ".join(f"'{f}': ?" for f, _ in kept)
+    return {**entry, "Statement": f"{match.group(1)}{{{text}}}", "Parameters": [p for _, p in kept]}
+
+
+def strip_attributes(operation: str, params: dict[str, Any], names: frozenset[str]) -> None:
+    """Remove attributes `names` from the items a DynamoDB write creates (Put items, INSERT
+    statements), replacing the caller's nested objects with copies (never edited in place)."""
+    if operation == "PutItem" and "Item" in params:
+        params["Item"] = {k: v for k, v in params["Item"].items() if k not in names}
+    elif operation == "TransactWriteItems":
+        params["TransactItems"] = [
+            {
+                "Put": {
+                    **a["Put"],
+                    "Item": {k: v for k, v in a["Put"]["Item"].items() if k not in names},
+                }
+            }
+            if "Put" in a
+            else a
+            for a in params.get("TransactItems", [])
+        ]
+    elif operation == "BatchExecuteStatement":
+        params["Statements"] = [_strip_insert(e, names) for e in params.get("Statements", [])]
+    elif operation == "ExecuteStatement":
+        params.update(_strip_insert(params, names))
 
 
 def _on_before_call(model: Any, params: Any = None, context: Any = None, **_: Any) -> None:
@@ -301,11 +349,16 @@ def uninstall() -> None:
 
 
 @contextmanager
-def recording(throttle_rate: float = 0.0, seed: int = 0) -> Iterator[Recorder]:
-    """Count (and optionally throttle) every hooked client's calls inside the block."""
+def recording(
+    throttle_rate: float = 0.0, seed: int = 0, strip: frozenset[str] = frozenset()
+) -> Iterator[Recorder]:
+    """Count (and optionally throttle) every hooked client's calls inside the block; `strip`:
+    attribute names removed from every DynamoDB write first (`strip_attributes`)."""
     global _ACTIVE
     install()
-    recorder = Recorder(throttler=Throttler(throttle_rate, seed) if throttle_rate else None)
+    recorder = Recorder(
+        throttler=Throttler(throttle_rate, seed) if throttle_rate else None, strip=strip
+    )
     if _ACTIVE is not None:
         raise RuntimeError("a recording is already active; recordings do not nest")
     _ACTIVE = recorder

@@ -129,6 +129,40 @@ def dispatch_table(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def fingerprint_table(results: dict[str, Any]) -> list[str]:
+    """Ours with the claim fingerprint and the same runs with it stripped from the wire."""
+    rows = []
+    for scenario_name in ("happy", "duplicates"):
+        block = results.get("consumer", {}).get(scenario_name, {}).get("fingerprint")
+        if not block:
+            continue
+        for label, side in (("with", "with_fingerprint"), ("without", "without_fingerprint")):
+            s = block[side]
+            rows.append(
+                _row(
+                    (
+                        scenario_name,
+                        f"ours {label} the fingerprint",
+                        _num(s["calls_per_message"], 3),
+                        _num(s["write_units_per_message"]),
+                        _num(s["fingerprinted_items_per_message"]),
+                        _num(s["fingerprint_write_units_per_message"], 3),
+                    )
+                )
+            )
+    if not rows:
+        return []
+    header = (
+        "Claim fingerprint",
+        "run",
+        "AWS calls / msg",
+        "DynamoDB write units / msg",
+        "claim writes carrying it / msg",
+        "write units billed for it / msg",
+    )
+    return [_row(header), _row(("---",) * 6), *rows]
+
+
 def other_table(results: dict[str, Any]) -> list[str]:
     rows: list[str] = []
     p = results.get("policy")
@@ -211,6 +245,9 @@ def render(results: dict[str, Any]) -> str:
         f"{fn.get('memory_mb')} MB {fn.get('architecture')}, the component's default)."
     )
     parts = [START, "", intro, "", *consumer_table(results), ""]
+    fingerprint = fingerprint_table(results)
+    if fingerprint:
+        parts += [*fingerprint, ""]
     dispatch = dispatch_table(results)
     if dispatch:
         parts += [*dispatch, ""]

@@ -14,6 +14,7 @@ bench/aws_model.toml.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -26,6 +27,10 @@ WRITE_UNIT_BYTES = 1 * KB
 READ_UNIT_BYTES = 4 * KB
 # SNS and SQS pricing pages: each 64 KB chunk of a request's payload is billed as one request.
 REQUEST_CHUNK_BYTES = 64 * KB
+# Where the runtime keeps a claim's content fingerprint (runtime.env.STATE_CLAIM_FINGERPRINT,
+# runtime.env.ITEM_CLAIM_FINGERPRINT): the write units it adds are billed separately too, so
+# the results show what the conflict guard of a claim costs on the wire.
+FINGERPRINT_ATTRIBUTES = frozenset({"fingerprint", "claim_fingerprint"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class CallUsage:
     billed_requests: int = 0  # SNS / SQS requests after the 64 KB chunk rule
     failed: bool = False
     cancelled_transaction: bool = False
+    fingerprinted_items: int = 0  # written items carrying a claim fingerprint
+    fingerprint_write_units: float = 0.0  # of write_units: billed only because of it
 
 
 @dataclass
@@ -51,10 +58,13 @@ class OperationUsage:
     read_units: float = 0.0
     billed_requests: int = 0
     cancelled_transaction_write_units: float = 0.0  # included in write_units
+    fingerprinted_items: int = 0
+    fingerprint_write_units: float = 0.0  # included in write_units
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["write_units"] = round(self.write_units, 3)
+        out["fingerprint_write_units"] = round(self.fingerprint_write_units, 3)
         out["read_units"] = round(self.read_units, 3)
         out["cancelled_transaction_write_units"] = round(self.cancelled_transaction_write_units, 3)
         return out
@@ -71,6 +81,8 @@ def aggregate(calls: Iterable[CallUsage]) -> dict[str, dict[str, Any]]:
         op.write_units += call.write_units
         op.read_units += call.read_units
         op.billed_requests += call.billed_requests
+        op.fingerprinted_items += call.fingerprinted_items
+        op.fingerprint_write_units += call.fingerprint_write_units
         if call.cancelled_transaction:
             op.cancelled_transaction_write_units += call.write_units
     return {key: per_op[key].as_dict() for key in sorted(per_op)}
@@ -150,8 +162,61 @@ def _partiql_is_read(statement: str) -> bool:
     return statement.lstrip().upper().startswith("SELECT")
 
 
+# One field of the runtime's INSERT form, ``'name': ?`` (a quote in a name doubles).
+INSERT_FIELD = re.compile(r"'((?:[^']|'')*)'\s*:\s*\?")
+
+
+def _partiql_item(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The item an ``INSERT INTO "t" VALUE {'a': ?, ...}`` writes (every value a parameter,
+    the form the runtime sends), or None for any other statement."""
+    statement = str(entry.get("Statement", ""))
+    if not statement.lstrip().upper().startswith("INSERT"):
+        return None
+    names = [n.replace("''", "'") for n in INSERT_FIELD.findall(statement)]
+    parameters = entry.get("Parameters", [])
+    if len(names) != len(parameters):
+        return None
+    return dict(zip(names, parameters, strict=True))
+
+
 def _partiql_size(entry: Mapping[str, Any]) -> int:
+    """Bytes a write statement writes: an INSERT's item (names and values, as any item is
+    sized); other statements: their parameters (the key and the values they set)."""
+    item = _partiql_item(entry)
+    if item is not None:
+        return item_size(item)
     return sum(attribute_value_size(p) for p in entry.get("Parameters", []))
+
+
+def _fingerprint_cost(items: Iterable[Mapping[str, Any]], factor: float = 1.0) -> tuple[int, float]:
+    """(items carrying a claim fingerprint, write units they cost only because of it)."""
+    count, extra = 0, 0.0
+    for item in items:
+        if not FINGERPRINT_ATTRIBUTES & set(item):
+            continue
+        count += 1
+        without = {k: v for k, v in item.items() if k not in FINGERPRINT_ATTRIBUTES}
+        extra += factor * (write_units(item_size(item)) - write_units(item_size(without)))
+    return count, extra
+
+
+def _written_items(operation: str, request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The whole items a write call creates (Put items, INSERT items)."""
+    if operation == "TransactWriteItems":
+        return [a["Put"]["Item"] for a in request.get("TransactItems", []) if "Put" in a]
+    if operation == "PutItem":
+        return [request.get("Item", {})]
+    if operation == "BatchWriteItem":
+        return [
+            r["PutRequest"]["Item"]
+            for requests in request.get("RequestItems", {}).values()
+            for r in requests
+            if "PutRequest" in r
+        ]
+    if operation in ("BatchExecuteStatement", "ExecuteStatement", "ExecuteTransaction"):
+        entries = request.get("Statements") or request.get("TransactStatements") or [request]
+        return [item for e in entries if (item := _partiql_item(e)) is not None]
+    return []
 
 
 def describe_dynamodb(
@@ -170,13 +235,16 @@ def describe_dynamodb(
     A throttled or otherwise rejected request consumes nothing.
     """
     usage = _dynamodb_usage(operation, request, response or {})
+    transactional = 2.0 if usage.transactional else 1.0
+    count, extra = _fingerprint_cost(_written_items(operation, request), transactional)
+    usage = replace(usage, fingerprinted_items=count, fingerprint_write_units=extra)
     if error_code is None:
         return usage
     if error_code == "ConditionalCheckFailedException":
         return replace(usage, failed=True)
     if error_code == "TransactionCanceledException":
         return replace(usage, failed=True, cancelled_transaction=True)
-    return replace(usage, write_units=0.0, read_units=0.0, failed=True)
+    return replace(usage, write_units=0.0, read_units=0.0, fingerprint_write_units=0.0, failed=True)
 
 
 def _dynamodb_usage(
@@ -267,8 +335,11 @@ def message_size(body: str, attributes: Mapping[str, Any] | None = None) -> int:
 
 
 def describe_sns(operation: str, params: Mapping[str, Any], error_code: str | None) -> CallUsage:
-    """SNS publishes: each 64 KB chunk of a message is one request; PublishBatch is billed per
-    message in the batch (SNS pricing page). Deliveries to SQS and Lambda are free."""
+    """SNS publishes: each 64 KB chunk of published data is one request (SNS pricing page); a
+    PublishBatch is one request per 64 KB chunk of its entries' total, as SQS bills a batch
+    (SNS developer guide, "Amazon SNS message batching": batching "can reduce the costs ...
+    by a factor of up to 10", which only a per-request bill gives). Deliveries to SQS and
+    Lambda are free."""
     key = f"sns.{operation}"
     if error_code is not None:
         return CallUsage(key, 1, failed=True)
@@ -277,11 +348,10 @@ def describe_sns(operation: str, params: Mapping[str, Any], error_code: str | No
         return CallUsage(key, 1, billed_requests=_chunks(size))
     if operation == "PublishBatch":
         entries = params.get("PublishBatchRequestEntries", [])
-        billed = sum(
-            _chunks(message_size(str(e.get("Message", "")), e.get("MessageAttributes")))
-            for e in entries
+        size = sum(
+            message_size(str(e.get("Message", "")), e.get("MessageAttributes")) for e in entries
         )
-        return CallUsage(key, max(1, len(entries)), billed_requests=billed)
+        return CallUsage(key, max(1, len(entries)), billed_requests=_chunks(size))
     return CallUsage(key, 1, billed_requests=1)
 
 

@@ -67,5 +67,13 @@ def test_quick_run_prints_every_target_with_its_measured_value(
                 calls = sum(op["calls"] for op in run["usage_by_operation"].values())
                 assert calls == run["calls"], (scenario, impl)
                 assert run["model"]["modelled_seconds"] > 0
+        # Issue 27: ours again with the claim fingerprint stripped from the wire: the same
+        # calls and write units, and the comparison is not vacuous.
+        fingerprint = results["consumer"][scenario]["fingerprint"]
+        assert fingerprint["all_correct"], scenario
+        assert fingerprint["with_fingerprint"]["fingerprinted_items_per_message"] >= 0.9
+        assert fingerprint["without_fingerprint"]["fingerprinted_items_per_message"] == 0
+        assert fingerprint["extra_calls_per_message"] == 0, fingerprint
+        assert fingerprint["extra_write_units_per_message"] == 0, fingerprint
     assert results["dispatch"]["ours_model"]["modelled_items_per_second"] > 0
     assert results["model_inputs"]["region"] == "us-east-1"

@@ -170,10 +170,14 @@ def test_an_operation_without_a_billing_rule_is_refused_by_name() -> None:
 def test_sns_and_sqs_bill_64_kb_chunks() -> None:
     large = "x" * (REQUEST_CHUNK_BYTES + 1)  # one byte over 64 KB: 2 requests
     assert describe("sns", "Publish", {"Message": large}, {}, None).billed_requests == 2
-    # PublishBatch is billed per message: 3 small entries -> 3 requests.
+    # PublishBatch: the batch's whole payload in 64 KB chunks: 3 small entries -> 1 request,
+    # 10 x 10,000 B -> 2 (SNS developer guide: batching cuts the cost "by a factor of up to 10").
     entries = [{"Id": str(i), "Message": "m"} for i in range(3)]
     batch = {"PublishBatchRequestEntries": entries}
-    assert describe("sns", "PublishBatch", batch, {}, None).billed_requests == 3
+    assert describe("sns", "PublishBatch", batch, {}, None).billed_requests == 1
+    big = [{"Id": str(i), "Message": "z" * 10_000} for i in range(10)]
+    published = describe("sns", "PublishBatch", {"PublishBatchRequestEntries": big}, {}, None)
+    assert (published.items, published.billed_requests) == (10, 2)
     # SendMessageBatch: the batch's whole payload in 64 KB chunks: 10 x 10,000 B -> 2.
     sqs_entries = [{"Id": str(i), "MessageBody": "y" * 10_000} for i in range(10)]
     sent = describe("sqs", "SendMessageBatch", {"Entries": sqs_entries}, {}, None)
@@ -427,3 +431,96 @@ def test_a_write_unit_miss_is_explained_from_the_recorded_calls() -> None:
 )
 def test_a_stored_target_reads_back_as_the_same_target(target: Target) -> None:
     assert Target.from_dict(target.as_dict()) == target
+
+
+# --- the claim fingerprint on the wire (issue 27: "the bench shows both") ------------------------
+
+
+def _insert(names_values: dict[str, str]) -> dict[str, Any]:
+    fields = ", ".join(f"'{n}': ?" for n in names_values)
+    return {
+        "Statement": f'INSERT INTO "orders" VALUE {{{fields}}}',
+        "Parameters": [{"S": v} for v in names_values.values()],
+    }
+
+
+def test_an_insert_is_sized_as_the_item_it_writes_names_included() -> None:
+    # 1,023 bytes of values under two 1-byte names: 1,025 bytes, over 1 KB: 2 units.
+    # Counting the parameters alone (the values) would bill 1 unit.
+    statement = _insert({"k": "x" * 10, "v": "y" * 1013})
+    got = describe("dynamodb", "BatchExecuteStatement", {"Statements": [statement]}, {}, None)
+    assert got.write_units == 2.0
+
+
+def test_the_fingerprint_s_own_write_units_are_billed_apart() -> None:
+    # Under 1 KB with or without it: carried, 0 extra units.
+    small = _insert({"event_id": "e-1", "claim_fingerprint": "abc:" + "f" * 22})
+    got = describe("dynamodb", "BatchExecuteStatement", {"Statements": [small]}, {}, None)
+    assert (got.fingerprinted_items, got.fingerprint_write_units) == (1, 0.0)
+    # An item the attribute pushes over 1 KB: that unit is the fingerprint's (x2 in a transaction).
+    pushed = {"event_id": {"S": "e" * 990}, "fingerprint": {"S": "f" * 30}}
+    put = describe("dynamodb", "PutItem", {"Item": pushed}, {}, None)
+    assert (put.write_units, put.fingerprint_write_units) == (2.0, 1.0)
+    transact = {"TransactItems": [{"Put": {"TableName": "t", "Item": pushed}}]}
+    tx = describe("dynamodb", "TransactWriteItems", transact, {}, None)
+    assert (tx.write_units, tx.fingerprint_write_units) == (4.0, 2.0)
+    assert aggregate([put, tx])["dynamodb.PutItem"]["fingerprint_write_units"] == 1.0
+
+
+def test_stripping_removes_the_attribute_from_copies_never_from_the_caller_s_objects() -> None:
+    from bench.counting import strip_attributes
+    from bench.usage import FINGERPRINT_ATTRIBUTES
+
+    statement = _insert({"event_id": "e-1", "claim_fingerprint": "fp", "claim_status": "pending"})
+    original = copy.deepcopy(statement)
+    params: dict[str, Any] = {"Statements": [statement]}
+    strip_attributes("BatchExecuteStatement", params, FINGERPRINT_ATTRIBUTES)
+    assert statement == original  # the runtime's own statement is untouched
+    (sent,) = params["Statements"]
+    assert sent["Statement"] == "INSERT INTO \"orders\" VALUE {'event_id': ?, 'claim_status': ?}"
+    assert sent["Parameters"] == [{"S": "e-1"}, {"S": "pending"}]
+    item = {"event_id": {"S": "e"}, "fingerprint": {"S": "fp"}}
+    put: dict[str, Any] = {"TransactItems": [{"Put": {"TableName": "s", "Item": item}}]}
+    strip_attributes("TransactWriteItems", put, FINGERPRINT_ATTRIBUTES)
+    assert put["TransactItems"][0]["Put"]["Item"] == {"event_id": {"S": "e"}}
+    assert "fingerprint" in item
+    other = {"Statement": 'UPDATE "t" SET a = ? WHERE k = ?', "Parameters": [{"S": "1"}]}
+    params = {"Statements": [other]}
+    strip_attributes("BatchExecuteStatement", params, FINGERPRINT_ATTRIBUTES)
+    assert params["Statements"] == [other]
+
+
+def _fingerprint_run(calls: float, wu: float, carried: int, messages: int = 10) -> dict[str, Any]:
+    return {
+        "messages": messages,
+        "calls_per_message": calls,
+        "correct": True,
+        "model": {"write_units_per_message": wu},
+        "usage_by_operation": {
+            "dynamodb.BatchExecuteStatement": {
+                "fingerprinted_items": carried,
+                "fingerprint_write_units": 0.0,
+            }
+        },
+    }
+
+
+def test_the_fingerprint_side_by_side_reports_differences_and_refuses_a_vacuous_one() -> None:
+    from bench.report import fingerprint_summary, fingerprint_targets
+
+    block = fingerprint_summary(
+        [_fingerprint_run(0.3, 1.1, 10)] * 3, [_fingerprint_run(0.3, 1.1, 0)] * 3
+    )
+    targets = {t.key: t for t in fingerprint_targets("happy", {"fingerprint": block})}
+    assert all(t.passed for t in targets.values())
+    assert targets["consumer.happy.fingerprinted_claims"].measured == 1.0
+    # A stripped run that still carried it compares nothing: the target fails.
+    vacuous = fingerprint_summary(
+        [_fingerprint_run(0.3, 1.1, 10)], [_fingerprint_run(0.3, 1.1, 10)]
+    )
+    failed = {t.key: t for t in fingerprint_targets("happy", {"fingerprint": vacuous})}
+    assert not failed["consumer.happy.fingerprinted_claims"].passed
+    dearer = fingerprint_summary([_fingerprint_run(0.4, 2.1, 10)], [_fingerprint_run(0.3, 1.1, 0)])
+    missed = {t.key: t for t in fingerprint_targets("happy", {"fingerprint": dearer})}
+    assert not missed["consumer.happy.fingerprint_extra_calls_per_message"].passed
+    assert not missed["consumer.happy.fingerprint_extra_write_units_per_message"].passed

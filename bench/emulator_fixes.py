@@ -32,7 +32,9 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 
 _state = threading.local()
-_original_transact = ddb_models.DynamoDBBackend.transact_write_items
+# What fast_transaction_backup() found (moto's own, or the emulator's serialising wrapper):
+# called inside the fix, put back by restore().
+_original_transact: Any = ddb_models.DynamoDBBackend.transact_write_items
 _applied = False
 
 
@@ -95,8 +97,9 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
 
 def fast_transaction_backup() -> None:
     """Apply fix 1 (idempotent, process-wide)."""
-    global _applied
+    global _applied, _original_transact
     if not _applied:
+        _original_transact = ddb_models.DynamoDBBackend.transact_write_items
         ddb_models.copy = _CopyModule  # type: ignore[assignment]
         ddb_models.DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
         _applied = True
@@ -104,6 +107,8 @@ def fast_transaction_backup() -> None:
 
 def restore() -> None:
     global _applied
+    if not _applied:
+        return
     ddb_models.copy = copy
     ddb_models.DynamoDBBackend.transact_write_items = _original_transact  # type: ignore[method-assign]
     _applied = False

@@ -111,3 +111,46 @@ def test_the_fix_is_removed_again_after_use() -> None:
     with emulator_fixes.fast_transactions():
         assert models.copy is not __import__("copy")
     assert models.copy is __import__("copy")
+
+
+@pytest.mark.parametrize("order", ["fix, then emulator patches", "emulator patches, then fix"])
+def test_the_fast_backup_and_the_emulator_s_write_lock_compose_in_either_order(
+    order: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The benchmark applies its fix, then starts the emulator (which installs moto_patches):
+    each must wrap what it finds, or the later one silently drops the earlier (the bench ran
+    with moto's per-item table copies again, and the lock is what makes a write atomic)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    from idempotent_messaging.local import moto_patches
+
+    seen: list[tuple[bool, bool]] = []
+
+    def stock(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        # Inside moto: is the write lock held, and is the fast copy's state set?
+        held = moto_patches._write_lock._is_owned()  # type: ignore[attr-defined]
+        seen.append((held, emulator_fixes._state.transact_items is not None))
+
+    was_installed = moto_patches._installed
+    moto_patches.uninstall()
+    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", stock)
+    try:
+        if order.startswith("fix"):
+            emulator_fixes.fast_transaction_backup()
+            moto_patches.install()
+        else:
+            moto_patches.install()
+            emulator_fixes.fast_transaction_backup()
+        DynamoDBBackend.transact_write_items(object(), [{"Put": {}}])  # type: ignore[arg-type]
+    finally:
+        if order.startswith("fix"):
+            moto_patches.uninstall()
+            emulator_fixes.restore()
+        else:
+            emulator_fixes.restore()
+            moto_patches.uninstall()
+        assert DynamoDBBackend.transact_write_items is stock
+    monkeypatch.undo()
+    if was_installed:
+        moto_patches.install()
+    assert seen == [(True, True)]

@@ -115,7 +115,9 @@ SQS_MAX_BATCH_BYTES = 1_048_576
 
 _original_batch_execute = DynamoDBBackend.batch_execute_statement
 _original_send_message_batch = SQSBackend.send_message_batch
-_originals = {name: getattr(DynamoDBBackend, name) for name in WRITES}
+# What install() found on the backend (moto's own, or another process-wide patch such as the
+# benchmark's fast transaction copy): wrapped, never replaced, and put back by uninstall().
+_before_install: dict[str, Any] = {}
 _lock = threading.Lock()
 _write_lock = threading.RLock()  # re-entrant: a batch statement falls back to moto's own writes
 _installed = False
@@ -311,10 +313,12 @@ def install() -> None:
     """Patch moto's DynamoDB and SQS backends (process-wide, idempotent)."""
     global _installed
     with _lock:
-        for name, original in _originals.items():
-            replacement = (
-                _batch_execute_statement if name == "batch_execute_statement" else original
-            )
+        if _installed:
+            return
+        for name in WRITES:
+            current = getattr(DynamoDBBackend, name)
+            _before_install[name] = current
+            replacement = _batch_execute_statement if name == "batch_execute_statement" else current
             setattr(DynamoDBBackend, name, _serialised(replacement))
         SQSBackend.send_message_batch = _send_message_batch  # type: ignore[method-assign]
         _installed = True
@@ -323,8 +327,10 @@ def install() -> None:
 def uninstall() -> None:
     global _installed
     with _lock:
-        for name, original in _originals.items():
-            setattr(DynamoDBBackend, name, original)
+        if not _installed:
+            return
+        for name, before in _before_install.items():
+            setattr(DynamoDBBackend, name, before)
         SQSBackend.send_message_batch = _original_send_message_batch  # type: ignore[method-assign]
         _installed = False
 

@@ -187,3 +187,44 @@ def test_malformed_charges_are_quarantined_while_their_neighbours_are_charged(
     world.drain_work(charges.handler)
     assert ledger(world) == Counter({("acme", "alice#2026-06"): 1})
     assert world.queue_depth(world.work_dlq_url) == 1
+
+
+def test_a_charge_re_sent_with_an_edited_amount_is_a_conflict_never_a_silent_duplicate(
+    world: World,
+) -> None:
+    """Issue 27 through the charges entry point: a producer that re-sends a charge's
+    idempotency key with another amount (an edited re-run, a counter reset) neither charges
+    twice nor is dropped as a duplicate: the first charge stands and the copy is in the DLQ as
+    ``conflicting_duplicate``. The unchanged re-send stays a plain duplicate."""
+    world.seed([account("acme", "alice")])
+    world.dispatch(SCHEDULED)
+    world.drain_work(charges.handler)
+    (row,) = world.scan(LEDGER)
+    assert [n["idempotency_key"] for n in world.notifications()] == ["acme:alice:2026-06"]
+    body = {
+        "event_id": "acme:alice:2026-06",
+        "idempotency_key": "acme:alice:2026-06",
+        "tenant_id": "acme",
+        "employee_id": "alice",
+        "month": "2026-06",
+        "amount": int(row["amount"]["N"]),
+        "currency": row["currency"]["S"],
+    }
+    for dedup, amount in (("same", body["amount"]), ("edited", body["amount"] + 1)):
+        world.sqs.send_message(
+            QueueUrl=world.work_url,
+            MessageBody=json.dumps(dict(body, amount=amount)),
+            MessageGroupId="acme#2026-06",
+            MessageDeduplicationId=dedup,
+        )
+    world.drain_work(charges.handler)
+    assert world.scan(LEDGER) == [row]  # one charge, untouched
+    assert world.notifications() == []
+    (copy,) = world.sqs.receive_message(QueueUrl=world.work_dlq_url, MessageAttributeNames=["All"])[
+        "Messages"
+    ]
+    assert json.loads(copy["Body"])["amount"] == body["amount"] + 1
+    kind = copy["MessageAttributes"]["failure_kind"]["StringValue"]
+    assert kind == "conflicting_duplicate"
+    reason = copy["MessageAttributes"]["failure_reason"]["StringValue"]
+    assert "acme:alice:2026-06" in reason  # the event named, never the amount

@@ -116,7 +116,9 @@ SQS_MAX_BATCH_BYTES = 1_048_576
 _original_batch_execute = DynamoDBBackend.batch_execute_statement
 _original_send_message_batch = SQSBackend.send_message_batch
 # What install() found on the backend (moto's own, or another process-wide patch such as the
-# benchmark's fast transaction copy): wrapped, never replaced, and put back by uninstall().
+# benchmark's fast transaction copy): wrapped in the write lock, not replaced (except
+# batch_execute_statement, whose narrow forms this module runs itself, falling back to moto's
+# own), and put back by uninstall().
 _before_install: dict[str, Any] = {}
 _lock = threading.Lock()
 _write_lock = threading.RLock()  # re-entrant: a batch statement falls back to moto's own writes

@@ -17,11 +17,14 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import model, report
-from bench.model import ModelInputs
+from bench.model import FunctionConfig, ModelInputs
 from bench.report import Target
+
+if TYPE_CHECKING:  # the consumer benchmark imports boto3 and moto: only when it runs
+    from bench.consumer import Scenario
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
@@ -151,7 +154,11 @@ def bench_consumer(
 
 
 def _fingerprint_side_by_side(
-    scenario: Any, emulator: Any, ours: list[dict[str, Any]], inputs: ModelInputs, function: Any
+    scenario: Scenario,
+    emulator: Any,
+    ours: list[dict[str, Any]],
+    inputs: ModelInputs,
+    function: FunctionConfig,
 ) -> dict[str, Any]:
     """Ours again on the same messages (same seeds) with the claim fingerprint removed from
     every write on the wire: what the conflict guard costs in calls and write units."""

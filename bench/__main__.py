@@ -43,6 +43,7 @@ class Plan:
     policy_sizes: tuple[int, int]
     policy_reps: int
     import_reps: int
+    floor_calls: int  # per round of the call floor's measurement (5 rounds)
 
 
 FULL = Plan(
@@ -61,6 +62,7 @@ FULL = Plan(
     policy_sizes=(100, 1000),
     policy_reps=1,
     import_reps=5,
+    floor_calls=200,
 )
 # Small enough for the harness test to run it end to end (about two minutes on a busy
 # machine). The consumer still runs three interleaved repetitions: its ratios compare CPU
@@ -76,6 +78,7 @@ QUICK = Plan(
     policy_sizes=(10, 50),
     policy_reps=1,
     import_reps=2,
+    floor_calls=40,
 )
 
 
@@ -114,7 +117,7 @@ def machine() -> dict[str, Any]:
 def bench_consumer(
     emulator: Any, plan: Plan, inputs: ModelInputs
 ) -> tuple[dict[str, Any], list[Target]]:
-    from bench.consumer import Scenario, run_scenario
+    from bench.consumer import Scenario, call_floor, run_scenario
 
     function = model.consumer_function()
 
@@ -128,6 +131,14 @@ def bench_consumer(
     targets: list[Target] = []
     for scenario in scenarios:
         log(f"[consumer] {scenario.name}: {scenario.messages} messages")
+        # The smallest call's client CPU, measured beside each scenario's runs, with the
+        # function's CPU scale: it bounds the modelled speedup at ours' call count
+        # (report.call_floor_bound).
+        floor = {
+            **call_floor(emulator, calls=plan.floor_calls),
+            "cpu_scale": round(model.cpu_scale(inputs, function.memory_mb), 4),
+        }
+        log(f"  call floor: {floor['cpu_ms_per_call']} ms client CPU per GetItem")
         results = run_scenario(
             scenario, emulator, reps.get(scenario.name, plan.consumer_reps), progress=log
         )
@@ -143,6 +154,7 @@ def bench_consumer(
             "repetitions": len(next(iter(runs.values()))),
             "summary": summary,
             "runs": runs,
+            "call_floor": floor,
         }
         if scenario.name in report.FINGERPRINT_SCENARIOS:
             out[scenario.name]["fingerprint"] = _fingerprint_side_by_side(

@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -335,6 +337,40 @@ def run_once(
         problems=problems,
         usage=aggregate(recorder.usage),
     )
+
+
+FLOOR_TABLE = "call_floor"
+
+
+def call_floor(emulator: Any, *, calls: int = 200, rounds: int = 5) -> dict[str, Any]:
+    """Client CPU of the smallest AWS call here: a GetItem of a missing key, through the same
+    hooks and recorder as the runs, on a warm connection. No implementation's call costs
+    less, so calls per message x this is a floor under any implementation's CPU per message
+    (`report.call_floor_bound`)."""
+    if calls < 1 or rounds < 1:
+        raise ValueError(f"calls and rounds must be >= 1, got {calls} and {rounds}")
+    counting.install()  # before the client exists, as in run_once
+    emulator.reset()
+    _create_table(_admin(emulator, "dynamodb"), FLOOR_TABLE, "pk")
+    client = emulator.client("dynamodb")
+    key = {"pk": {"S": "absent"}}
+    per_call: list[float] = []
+    with counting.recording() as recorder:
+        client.get_item(TableName=FLOOR_TABLE, Key=key)  # warm: endpoint and connection
+        for _ in range(rounds):
+            started = time.thread_time()
+            for _ in range(calls):
+                client.get_item(TableName=FLOOR_TABLE, Key=key)
+            per_call.append((time.thread_time() - started) / calls)
+    recorded = sum(recorder.calls.values())
+    if recorded != 1 + calls * rounds:
+        raise RuntimeError(f"call floor: {recorded} calls recorded, {1 + calls * rounds} made")
+    return {
+        "operation": "dynamodb.GetItem",
+        "calls": calls * rounds,
+        "cpu_ms_per_call": round(1000 * statistics.median(per_call), 4),
+        "cpu_ms_per_call_by_round": [round(1000 * c, 4) for c in per_call],
+    }
 
 
 @dataclass(frozen=True)

@@ -548,6 +548,46 @@ def _write_units_note(t: Target, run: dict[str, Any]) -> str:
     return f"- {t.description} = {t.measured}: " + "; ".join(parts) + "." + why
 
 
+def call_floor_bound(scenario: dict[str, Any], other: str, limit: float) -> dict[str, float] | None:
+    """The modelled-time ratio ``other`` / ours at ours' call count if ours did no work of its
+    own: each of its calls at the call floor's client CPU (bench.consumer.call_floor, the
+    smallest call there is) plus its modelled round trips. No code of ours can beat it without
+    fewer calls. Also ours' own CPU per message beyond that floor, measured and allowed by
+    ``limit`` (negative: out of reach at this call count). None for a run without a floor."""
+    floor = scenario.get("call_floor")
+    summary = scenario["summary"]
+    if not floor or other not in summary or "model" not in summary[other]:
+        return None
+    ours, scale = summary["ours"], float(floor["cpu_scale"])
+    calls_floor_ms = ours["median_calls_per_message"] * float(floor["cpu_ms_per_call"])
+    ours_round_trips_s = ours["model"]["round_trip_seconds"] * 1000 / scenario["messages"]
+    theirs_s = summary[other]["model"]["modelled_seconds_per_1000_messages"]
+    # Seconds per 1,000 messages = CPU ms per message x the memory's CPU scale + round trips.
+    ceiling = ratio(theirs_s, calls_floor_ms * scale + ours_round_trips_s)
+    return {
+        "floor_ms_per_call": float(floor["cpu_ms_per_call"]),
+        "calls_floor_ms_per_message": round(calls_floor_ms, 3),
+        "ceiling_ratio": ceiling if ceiling is not None else float("inf"),
+        "own_ms_per_message": round(ours["median_client_cpu_ms_per_message"] - calls_floor_ms, 3),
+        "own_ms_per_message_allowed": round(
+            (theirs_s / limit - ours_round_trips_s) / scale - calls_floor_ms, 3
+        ),
+    }
+
+
+def _floor_sentence(bound: dict[str, float] | None, other: str) -> str:
+    if bound is None:
+        return ""
+    allowed = bound["own_ms_per_message_allowed"]
+    return (
+        f" The call floor: the smallest call here costs {bound['floor_ms_per_call']:.2f} ms of "
+        f"client CPU, so ours' calls alone cost {bound['calls_floor_ms_per_message']:.2f} "
+        f"ms/msg; with no work of its own ours would reach {bound['ceiling_ratio']}x {other}. "
+        f"Ours' own work is {bound['own_ms_per_message']:.2f} ms/msg; the target allows "
+        f"{allowed:.2f} ms/msg" + (" (out of reach at this call count)." if allowed < 0 else ".")
+    )
+
+
 def _speedup_note(t: Target, scenario: dict[str, Any], other: str) -> str:
     """Where the modelled time goes, per 1,000 messages, for the other side and ours."""
     summary = scenario["summary"]
@@ -583,6 +623,7 @@ def _speedup_note(t: Target, scenario: dict[str, Any], other: str) -> str:
         "modelled time here (at this memory size a function gets a fraction of a vCPU), and "
         "is mostly botocore's per-call work on large batches (serialising, signing, "
         "parsing), not ours' own code (docs/bench.md)."
+        + _floor_sentence(call_floor_bound(scenario, other, t.limit), other)
     )
 
 

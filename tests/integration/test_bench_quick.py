@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.report import call_floor_bound
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +69,12 @@ def test_quick_run_prints_every_target_with_its_measured_value(
                 calls = sum(op["calls"] for op in run["usage_by_operation"].values())
                 assert calls == run["calls"], (scenario, impl)
                 assert run["model"]["modelled_seconds"] > 0
+        # The call floor was measured beside the runs (5 rounds of the quick plan's 40 calls),
+        # and it is a floor: ours spends more CPU per message than its calls at that floor.
+        floor = results["consumer"][scenario]["call_floor"]
+        assert floor["calls"] == 200 and floor["cpu_ms_per_call"] > 0, floor
+        bound = call_floor_bound(results["consumer"][scenario], "powertools", 8.0)
+        assert bound is not None and bound["own_ms_per_message"] > 0, bound
         # Issue 27: ours again with the claim fingerprint stripped from the wire: the same
         # calls and write units, and the comparison is not vacuous.
         fingerprint = results["consumer"][scenario]["fingerprint"]

@@ -524,3 +524,68 @@ def test_the_fingerprint_side_by_side_reports_differences_and_refuses_a_vacuous_
     missed = {t.key: t for t in fingerprint_targets("happy", {"fingerprint": dearer})}
     assert not missed["consumer.happy.fingerprint_extra_calls_per_message"].passed
     assert not missed["consumer.happy.fingerprint_extra_write_units_per_message"].passed
+
+
+# --- the call floor: what bounds the modelled speedup at ours' call count ------------------------
+
+
+def _floor_scenario(floor: dict[str, Any] | None) -> dict[str, Any]:
+    ours = {
+        "median_calls_per_message": 0.5,
+        "median_client_cpu_ms_per_message": 1.5,
+        "model": {"round_trip_seconds": 8.0},  # over the scenario's 2,000 messages
+    }
+    theirs = {"model": {"modelled_seconds_per_1000_messages": 60.0}}
+    scenario: dict[str, Any] = {
+        "messages": 2000,
+        "summary": {"ours": ours, "powertools": theirs},
+    }
+    if floor is not None:
+        scenario["call_floor"] = floor
+    return scenario
+
+
+def test_the_call_floor_bounds_the_speedup_ours_could_reach_with_no_work_of_its_own() -> None:
+    from bench.report import call_floor_bound
+
+    scenario = _floor_scenario({"cpu_ms_per_call": 2.0, "cpu_scale": 5.0})
+    bound = call_floor_bound(scenario, "powertools", 8.0)
+    assert bound is not None
+    # Hand-derived: ours' calls at the floor 0.5 x 2 = 1 ms/msg, x 5 = 5 s per 1,000 msgs, plus
+    # round trips 8 s / 2,000 x 1,000 = 4 s: 60 / 9 = 6.67x at most.
+    assert bound["calls_floor_ms_per_message"] == 1.0
+    assert bound["ceiling_ratio"] == pytest.approx(6.67)
+    assert bound["own_ms_per_message"] == 0.5  # 1.5 measured - 1.0 at the floor
+    # 8x needs at most 60 / 8 = 7.5 s: (7.5 - 4) / 5 = 0.7 ms/msg of CPU, less the 1.0 floor.
+    assert bound["own_ms_per_message_allowed"] == pytest.approx(-0.3)
+    # A looser target leaves ours' own work room: 5x -> (12 - 4) / 5 - 1 = 0.6 ms/msg.
+    loose = call_floor_bound(scenario, "powertools", 5.0)
+    assert loose is not None and loose["own_ms_per_message_allowed"] == pytest.approx(0.6)
+    # A run recorded without the floor (or without the other side's model) has no bound.
+    assert call_floor_bound(_floor_scenario(None), "powertools", 8.0) is None
+    assert call_floor_bound(scenario, "per_record_transaction", 8.0) is None
+
+
+def test_a_modelled_speedup_miss_names_the_call_floor_when_one_was_measured() -> None:
+    from bench.report import miss_notes
+
+    scenario = _floor_scenario({"cpu_ms_per_call": 2.0, "cpu_scale": 5.0})
+    ours = scenario["summary"]["ours"]
+    ours["model"] |= {"modelled_seconds_per_1000_messages": 11.5, "lambda_cpu_seconds": 15.0}
+    scenario["summary"]["powertools"] |= {
+        "median_calls_per_message": 3.0,
+        "median_client_cpu_ms_per_message": 6.0,
+    }
+    scenario["summary"]["powertools"]["model"] |= {
+        "lambda_cpu_seconds": 60.0,
+        "round_trip_seconds": 60.0,
+    }
+    results = {"consumer": {"duplicates": scenario}}
+    key = "consumer.duplicates.modelled_speedup_vs_powertools"
+    (note,) = miss_notes(results, [Target(key, "speedup", 5.2, 8.0, ">=", "x")])
+    assert "ours' calls alone cost 1.00 ms/msg" in note
+    assert "ours would reach 6.67x powertools" in note
+    assert "allows -0.30 ms/msg (out of reach at this call count)" in note
+    del scenario["call_floor"]
+    (without,) = miss_notes(results, [Target(key, "speedup", 5.2, 8.0, ">=", "x")])
+    assert "call floor" not in without and "weighted mean" in without

@@ -4,6 +4,8 @@ layer markers, applied by directory."""
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,17 @@ for _key, _value in _FAKE_AWS_ENV.items():
 # Never pick up a developer's real profile or endpoint.
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+@pytest.fixture(autouse=True)
+def _no_metrics_left_over() -> Iterator[None]:
+    """Powertools keeps ONE metric set per process: a test that drives the runtime without its
+    handler's end-of-invocation flush leaves values (and the service dimension of an early
+    print) for whatever test of this worker flushes next. Each test starts from an empty set."""
+    yield
+    observability = sys.modules.get("idempotent_messaging.runtime.observability")
+    if observability is not None:
+        observability.metrics.clear_metrics()
 
 
 @pytest.fixture

@@ -133,3 +133,30 @@ def test_the_demo_counter_counts_every_record_once_at_any_level() -> None:
         "quarantined": 2,
         "failed": 2,
     }
+
+
+def test_an_invocation_s_metrics_name_its_own_service_whatever_printed_before_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Several functions share one process in the embedded emulator: Powertools prints a metric
+    set early at 100 values and keeps the service dimension it gave it until the next flush."""
+    from idempotent_messaging.runtime import env
+
+    metrics = observability.metrics
+    metrics.clear_metrics()
+    try:
+        monkeypatch.setenv(env.POWERTOOLS_SERVICE_NAME, "orders")
+        observability.refresh_from_env()
+        for _ in range(100):
+            metrics.add_metric(name="processed", unit="Count", value=1)
+        early = json.loads(capsys.readouterr().out.splitlines()[-1])
+        assert early["service"] == "orders" and early["processed"] == [1.0] * 100
+        monkeypatch.setenv(env.POWERTOOLS_SERVICE_NAME, "payments")
+        observability.refresh_from_env()
+        record_outcomes([(Outcome.QUARANTINED, _fields(1, failure_class="permanent"))])
+        emf: dict[str, Any] = dict(metrics.serialize_metric_set())
+    finally:
+        metrics.clear_metrics()
+    assert emf["service"] == "payments" and emf["quarantined"] == [1.0]
+    (directive,) = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Dimensions"] == [["service"]]

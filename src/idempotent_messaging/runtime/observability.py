@@ -63,6 +63,13 @@ def refresh_from_env() -> None:
     if service:
         metrics.service = service
         logger.append_keys(service=service)
+        # Powertools keeps one metric set per process and gives it the service dimension the
+        # first time it serialises it; a set it printed early (at 100 values of a metric)
+        # keeps that dimension until the end-of-invocation flush. Whatever printed last in
+        # this process (another function of the embedded emulator, code outside a handler),
+        # this invocation's metrics name this function's service.
+        if metrics.dimension_set.get("service", service) != service:
+            metrics.dimension_set["service"] = service
 
 
 def record_outcome(outcome: Outcome, **fields: Any) -> None:

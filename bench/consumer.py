@@ -343,10 +343,10 @@ FLOOR_TABLE = "call_floor"
 
 
 def call_floor(emulator: Any, *, calls: int = 200, rounds: int = 5) -> dict[str, Any]:
-    """Client CPU of the smallest AWS call here: a GetItem of a missing key, through the same
-    hooks and recorder as the runs, on a warm connection. No implementation's call costs
-    less, so calls per message x this is a floor under any implementation's CPU per message
-    (`report.call_floor_bound`)."""
+    """Client CPU of about the smallest AWS call there is: a GetItem of a missing key, through
+    the same hooks and recorder as the runs, on a warm connection. The implementations' calls
+    cost this or more (the baselines' single-record calls barely more), so calls per message
+    x this is a floor under any implementation's CPU per message (`report.call_floor_bound`)."""
     if calls < 1 or rounds < 1:
         raise ValueError(f"calls and rounds must be >= 1, got {calls} and {rounds}")
     counting.install()  # before the client exists, as in run_once

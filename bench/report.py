@@ -550,7 +550,7 @@ def _write_units_note(t: Target, run: dict[str, Any]) -> str:
 
 def call_floor_bound(scenario: dict[str, Any], other: str, limit: float) -> dict[str, float] | None:
     """The modelled-time ratio ``other`` / ours at ours' call count if ours did no work of its
-    own: each of its calls at the call floor's client CPU (bench.consumer.call_floor, the
+    own: each of its calls at the call floor's client CPU (bench.consumer.call_floor, about the
     smallest call there is) plus its modelled round trips. No code of ours can beat it without
     fewer calls. Also ours' own CPU per message beyond that floor, measured and allowed by
     ``limit`` (negative: out of reach at this call count). None for a run without a floor."""
@@ -580,8 +580,8 @@ def _floor_sentence(bound: dict[str, float] | None, other: str) -> str:
         return ""
     allowed = bound["own_ms_per_message_allowed"]
     return (
-        f" The call floor: the smallest call here costs {bound['floor_ms_per_call']:.2f} ms of "
-        f"client CPU, so ours' calls alone cost {bound['calls_floor_ms_per_message']:.2f} "
+        f" The call floor: a minimal call (GetItem) costs {bound['floor_ms_per_call']:.2f} ms "
+        f"of client CPU here, so ours' calls alone cost {bound['calls_floor_ms_per_message']:.2f} "
         f"ms/msg; with no work of its own ours would reach {bound['ceiling_ratio']}x {other}. "
         f"Ours' own work is {bound['own_ms_per_message']:.2f} ms/msg; the target allows "
         f"{allowed:.2f} ms/msg" + (" (out of reach at this call count)." if allowed < 0 else ".")

@@ -28,7 +28,7 @@ import enum
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -76,6 +76,8 @@ from idempotent_messaging.runtime.quarantine import (
     chunk_quarantine,
 )
 from idempotent_messaging.runtime.settings import Runtime, is_fifo
+
+_Read = TypeVar("_Read")  # what one round of a batch read answers (BatchRun._read_rounds)
 
 
 @dataclass(frozen=True)
@@ -638,33 +640,52 @@ class BatchRun:
             self._read_status_chunk(pending[start : start + BATCH_GET_MAX_KEYS])
 
     def _read_status_chunk(self, todo: list[RecordState]) -> None:
-        """One consistent BatchGetItem, then again for the keys DynamoDB left unprocessed
-        (backoff with jitter, ``STATUS_READ_ATTEMPTS`` rounds, each behind the time guard): an
-        unprocessed key says nothing about the claim, so it is never a verdict."""
+        """One consistent BatchGetItem of the claims, in rounds (``_read_rounds``)."""
+
+        def settle(rec: RecordState, answer: tuple[Any, ...]) -> bool:
+            statuses, unprocessed, receipts = answer
+            assert rec.key is not None
+            if rec.key.label in unprocessed:
+                return True
+            rec.found_receipt = receipts.get(rec.key.label)
+            self._status_read(rec, statuses)
+            return False
+
+        self._read_rounds(
+            todo,
+            "status",
+            lambda recs: self.claims.read_statuses(
+                [r.key for r in recs if r.key], [r.event_id or "" for r in recs if r.key]
+            ),
+            settle,
+        )
+
+    def _read_rounds(
+        self,
+        todo: list[RecordState],
+        what: str,
+        read: Callable[[list[RecordState]], _Read],
+        settle: Callable[[RecordState, _Read], bool],
+    ) -> None:
+        """A consistent batch read, then again for the keys DynamoDB left unprocessed (backoff
+        with jitter, ``STATUS_READ_ATTEMPTS`` rounds, each behind the time guard): an
+        unprocessed key says nothing, so it is never a verdict. ``settle(rec, answer)`` applies
+        the answer to one record, True when its key was left unprocessed."""
         for attempt in range(1, STATUS_READ_ATTEMPTS + 1):
             if not todo or not self._time_ok(todo):
                 return
             try:
-                statuses, unprocessed, receipts = self.claims.read_statuses(
-                    [r.key for r in todo if r.key], [r.event_id or "" for r in todo if r.key]
-                )
+                answer = read(todo)
             except (ClientError, BotoCoreError) as exc:
                 for rec in todo:
-                    rec.fail(classify_exception(exc), f"status read failed: {short_error(exc)}")
+                    rec.fail(classify_exception(exc), f"{what} read failed: {short_error(exc)}")
                 return
-            retry = []
-            for rec in todo:
-                assert rec.key is not None
-                if rec.key.label in unprocessed:
-                    retry.append(rec)
-                else:
-                    rec.found_receipt = receipts.get(rec.key.label)
-                    self._status_read(rec, statuses)
+            retry = [rec for rec in todo if settle(rec, answer)]
             if retry and attempt == STATUS_READ_ATTEMPTS:
                 for rec in retry:
                     rec.fail(
                         FailureClass.TRANSIENT,
-                        f"status read left unprocessed by DynamoDB {attempt} times",
+                        f"{what} read left unprocessed by DynamoDB {attempt} times",
                     )
                 return
             if retry:
@@ -702,35 +723,24 @@ class BatchRun:
             self._read_receipt_chunk(chunk)
 
     def _read_receipt_chunk(self, todo: list[RecordState]) -> None:
-        for attempt in range(1, STATUS_READ_ATTEMPTS + 1):
-            if not todo or not self._time_ok(todo):
-                return
-            try:
-                listed, unprocessed = self.claims.receipts.read(
-                    [r.found_receipt for r in todo if r.found_receipt]
-                )
-            except (ClientError, BotoCoreError) as exc:
-                for rec in todo:
-                    rec.fail(classify_exception(exc), f"receipt read failed: {short_error(exc)}")
-                return
-            retry = []
-            for rec in todo:
-                if rec.found_receipt in unprocessed:
-                    retry.append(rec)
-                elif rec.receipt_entry in listed.get(rec.found_receipt or "", frozenset()):
-                    rec.finish(Outcome.DUPLICATE_SKIPPED)
-                else:
-                    rec.stage = Stage.NEED_PUBLISH
-            if retry and attempt == STATUS_READ_ATTEMPTS:
-                for rec in retry:
-                    rec.fail(
-                        FailureClass.TRANSIENT,
-                        f"receipt read left unprocessed by DynamoDB {attempt} times",
-                    )
-                return
-            if retry:
-                self.sleep(transaction_backoff(attempt))
-            todo = retry
+        def settle(rec: RecordState, answer: tuple[Any, ...]) -> bool:
+            listed, unprocessed = answer
+            if rec.found_receipt in unprocessed:
+                return True
+            if rec.receipt_entry in listed.get(rec.found_receipt or "", frozenset()):
+                rec.finish(Outcome.DUPLICATE_SKIPPED)
+            else:
+                rec.stage = Stage.NEED_PUBLISH
+            return False
+
+        self._read_rounds(
+            todo,
+            "receipt",
+            lambda recs: self.claims.receipts.read(
+                [r.found_receipt for r in recs if r.found_receipt]
+            ),
+            settle,
+        )
 
     # --- stage 4: notifications --------------------------------------------------------------
     def _publish(self) -> None:

@@ -36,40 +36,18 @@ from idempotent_messaging.runtime import (
 )
 from tests.integration.test_runtime_audit2_world import attributes_of, entry_point
 from tests.integration.test_runtime_world import (
+    HANDLER_PLACEMENTS,
     Aws,
-    FakeContext,
+    invoke_handler,
     order_body,
+    orders_handler,
     record,
-    separate_claim_orders,
-    sqs_event,
+    records_of,
 )
 
 pytestmark = pytest.mark.integration
 
 USER_KEYED_TABLE = "orders_by_order_id"
-
-
-def _orders_handler() -> Any:
-    from handlers import orders
-
-    return orders.handler
-
-
-PLACEMENTS = {
-    # The reference orders consumer: the claim in its business row.
-    "in-item": _orders_handler,
-    # The same plug-ins without the declaration: a claim item in the state table.
-    "state-table": lambda: lambda_handler(separate_claim_orders()),
-}
-
-
-def _invoke(handler: Any, *records: dict[str, Any]) -> dict[str, Any]:
-    response: dict[str, Any] = handler(sqs_event(*records), FakeContext())
-    return response
-
-
-def _records(bodies: list[str], fifo: bool) -> list[dict[str, Any]]:
-    return [record(body, group_id="g1" if fifo else None, fifo=fifo) for body in bodies]
 
 
 def _effects(world: Aws) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -79,7 +57,7 @@ def _effects(world: Aws) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
-@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+@pytest.mark.parametrize("placement", sorted(HANDLER_PLACEMENTS))
 @pytest.mark.parametrize("together", [False, True], ids=["separate-batches", "one-batch"])
 def test_one_event_id_with_another_order_in_its_body_is_one_effect_and_one_notification(
     aws: Aws, monkeypatch: pytest.MonkeyPatch, placement: str, fifo: bool, together: bool
@@ -87,15 +65,15 @@ def test_one_event_id_with_another_order_in_its_body_is_one_effect_and_one_notif
     aws.claims_in_items = placement == "in-item"
     extra = {env.SOURCE_QUEUE_FIFO: "true"} if fifo else {}
     with entry_point(aws, monkeypatch, **extra):
-        handler = PLACEMENTS[placement]()
-        first, again = _records(
+        handler = HANDLER_PLACEMENTS[placement]()
+        first, again = records_of(
             [order_body("evt-1", order_id="o-1"), order_body("evt-1", order_id="o-2")], fifo
         )
         if together:
-            assert _invoke(handler, first, again) == {"batchItemFailures": []}
+            assert invoke_handler(handler, first, again) == {"batchItemFailures": []}
         else:
-            assert _invoke(handler, first) == {"batchItemFailures": []}
-            assert _invoke(handler, again) == {"batchItemFailures": []}
+            assert invoke_handler(handler, first) == {"batchItemFailures": []}
+            assert invoke_handler(handler, again) == {"batchItemFailures": []}
     rows, notes = _effects(aws)
     assert len(rows) == 1, f"the event evt-1 was applied {len(rows)} times"
     assert rows[0]["order_id"] == {"S": "o-1"}  # the first copy's effect stands
@@ -121,10 +99,10 @@ def test_a_fresh_reference_order_costs_one_insert_for_row_and_claim(
                 [s["Statement"].split()[0] for s in params.get("Statements", [])] or [model.name]
             ),
         )
-        handler = _orders_handler()
-        assert _invoke(handler, *_records([order_body(f"e{i}") for i in range(3)], False)) == {
-            "batchItemFailures": []
-        }
+        handler = orders_handler()
+        assert invoke_handler(
+            handler, *records_of([order_body(f"e{i}") for i in range(3)], False)
+        ) == {"batchItemFailures": []}
     # Then ONE receipt for the batch (issue 26), the state table's only item: no claim there.
     assert statements == [["INSERT"] * 3, ["PutItem"]]
     items = aws.dynamodb.scan(TableName="processed_events")["Items"]
@@ -159,7 +137,7 @@ def test_a_put_whose_key_is_not_the_declared_derivation_is_poison_naming_the_rul
     aws.claims_in_items = True
     with entry_point(aws, monkeypatch):
         rec = record(order_body("evt-9", order_id="o-9"))
-        assert _invoke(lambda_handler(consumer), rec) == {"batchItemFailures": []}
+        assert invoke_handler(lambda_handler(consumer), rec) == {"batchItemFailures": []}
     (copy,) = aws.dlq_messages()
     attributes = attributes_of(copy)
     assert attributes["failure_kind"] == "schema"
@@ -214,10 +192,10 @@ def test_another_event_for_a_recorded_business_key_fails_visibly_with_the_state_
         first = record(order_body("evt-1", order_id="o-1"))
         other = record(order_body("evt-2", order_id="o-1"))
         if together:
-            assert _invoke(handler, first, other) == {"batchItemFailures": []}
+            assert invoke_handler(handler, first, other) == {"batchItemFailures": []}
         else:
-            assert _invoke(handler, first) == {"batchItemFailures": []}
-            assert _invoke(handler, other) == {"batchItemFailures": []}
+            assert invoke_handler(handler, first) == {"batchItemFailures": []}
+            assert invoke_handler(handler, other) == {"batchItemFailures": []}
     (copy,) = aws.dlq_messages()
     attributes = attributes_of(copy)
     assert attributes["original_message_id"] == other["messageId"]
@@ -252,9 +230,9 @@ def test_another_event_meeting_a_recorded_item_is_semantic_with_the_in_item_clai
     aws.claims_in_items = True
     with entry_point(aws, monkeypatch):
         handler = lambda_handler(consumer)
-        assert _invoke(handler, record(order_body("o1/a"))) == {"batchItemFailures": []}
+        assert invoke_handler(handler, record(order_body("o1/a"))) == {"batchItemFailures": []}
         other = record(order_body("o1/b"))
-        assert _invoke(handler, other) == {"batchItemFailures": []}
+        assert invoke_handler(handler, other) == {"batchItemFailures": []}
     (copy,) = aws.dlq_messages()
     assert attributes_of(copy)["failure_kind"] == "semantic"
     assert "another event" in attributes_of(copy)["failure_reason"]

@@ -36,40 +36,21 @@ from idempotent_messaging.runtime import (
 )
 from tests.integration.test_runtime_audit2_world import attributes_of, entry_point
 from tests.integration.test_runtime_world import (
+    HANDLER_PLACEMENTS,
     STATE_TABLE,
     Aws,
     FakeContext,
+    invoke_handler,
     order_body,
+    orders_handler,
     record,
+    records_of,
     separate_claim_orders,
     single_item_orders,
     sqs_event,
 )
 
 pytestmark = pytest.mark.integration
-
-
-def _orders_handler() -> Any:
-    from handlers import orders
-
-    return orders.handler
-
-
-PLACEMENTS = {
-    # The reference orders consumer: the claim in its business row (INSERT / transaction).
-    "in-item": _orders_handler,
-    # The same plug-ins without the declaration: a claim item in the state table.
-    "state-table": lambda: lambda_handler(separate_claim_orders()),
-}
-
-
-def _invoke(handler: Any, *records: dict[str, Any]) -> dict[str, Any]:
-    response: dict[str, Any] = handler(sqs_event(*records), FakeContext())
-    return response
-
-
-def _records(bodies: list[str], fifo: bool) -> list[dict[str, Any]]:
-    return [record(body, group_id="g1" if fifo else None, fifo=fifo) for body in bodies]
 
 
 def _business_rows(world: Aws) -> list[dict[str, Any]]:
@@ -93,7 +74,7 @@ def _metric_counts(stdout: str) -> dict[str, float]:
 
 # --- the conflict, for each placement, queue kind and batch shape (fails on the old code) ------
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
-@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+@pytest.mark.parametrize("placement", sorted(HANDLER_PLACEMENTS))
 @pytest.mark.parametrize("together", [False, True], ids=["separate-batches", "one-batch"])
 def test_a_resent_event_id_with_other_content_is_a_conflict_in_the_dlq(
     aws: Aws,
@@ -105,20 +86,20 @@ def test_a_resent_event_id_with_other_content_is_a_conflict_in_the_dlq(
 ) -> None:
     aws.claims_in_items = placement == "in-item"
     extra = {env.SOURCE_QUEUE_FIFO: "true"} if fifo else {}
-    first, again = _records(
+    first, again = records_of(
         [order_body("evt-1", order_id="o-1"), order_body("evt-1", order_id="o-2", amount=9)],
         fifo,
     )
     with entry_point(aws, monkeypatch, **extra):
-        handler = PLACEMENTS[placement]()
+        handler = HANDLER_PLACEMENTS[placement]()
         if together:
-            assert _invoke(handler, first, again) == {"batchItemFailures": []}
+            assert invoke_handler(handler, first, again) == {"batchItemFailures": []}
             before = None
         else:
-            assert _invoke(handler, first) == {"batchItemFailures": []}
+            assert invoke_handler(handler, first) == {"batchItemFailures": []}
             before = (_business_rows(aws), aws.claims())
             capsys.readouterr()
-            assert _invoke(handler, again) == {"batchItemFailures": []}
+            assert invoke_handler(handler, again) == {"batchItemFailures": []}
     # The first effect stands, untouched.
     rows = _business_rows(aws)
     assert len(rows) == 1
@@ -141,7 +122,7 @@ def test_a_resent_event_id_with_other_content_is_a_conflict_in_the_dlq(
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
-@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+@pytest.mark.parametrize("placement", sorted(HANDLER_PLACEMENTS))
 def test_the_same_content_reserialised_stays_a_plain_duplicate(
     aws: Aws,
     monkeypatch: pytest.MonkeyPatch,
@@ -157,23 +138,25 @@ def test_the_same_content_reserialised_stays_a_plain_duplicate(
     decoded["order"]["amount"] = 1200.0
     reserialised = json.dumps(dict(reversed(list(decoded.items()))), indent=2)
     with entry_point(aws, monkeypatch, **extra):
-        handler = PLACEMENTS[placement]()
-        assert _invoke(handler, *_records([body], fifo)) == {"batchItemFailures": []}
-        assert _invoke(handler, *_records([reserialised], fifo)) == {"batchItemFailures": []}
+        handler = HANDLER_PLACEMENTS[placement]()
+        assert invoke_handler(handler, *records_of([body], fifo)) == {"batchItemFailures": []}
+        assert invoke_handler(handler, *records_of([reserialised], fifo)) == {
+            "batchItemFailures": []
+        }
     assert aws.dlq_messages() == []
     assert len(_business_rows(aws)) == 1
     counts = _metric_counts(capsys.readouterr().out)
     assert counts.get("duplicate_skipped") == 1 and "conflicting_duplicate" not in counts
 
 
-@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+@pytest.mark.parametrize("placement", sorted(HANDLER_PLACEMENTS))
 def test_a_claim_written_before_fingerprints_keeps_todays_duplicate_behaviour(
     aws: Aws, monkeypatch: pytest.MonkeyPatch, placement: str
 ) -> None:
     aws.claims_in_items = placement == "in-item"
     with entry_point(aws, monkeypatch):
-        handler = PLACEMENTS[placement]()
-        assert _invoke(handler, record(order_body("evt-1", order_id="o-1"))) == {
+        handler = HANDLER_PLACEMENTS[placement]()
+        assert invoke_handler(handler, record(order_body("evt-1", order_id="o-1"))) == {
             "batchItemFailures": []
         }
         # Make it an old claim: no fingerprint attribute.
@@ -192,7 +175,7 @@ def test_a_claim_written_before_fingerprints_keeps_todays_duplicate_behaviour(
             ExpressionAttributeNames={"#f": attribute},
         )
         other = record(order_body("evt-1", order_id="o-2"))
-        assert _invoke(handler, other) == {"batchItemFailures": []}
+        assert invoke_handler(handler, other) == {"batchItemFailures": []}
     assert aws.dlq_messages() == []
     assert [r["order_id"] for r in _business_rows(aws)] == [{"S": "o-1"}]
 
@@ -204,7 +187,7 @@ def test_both_placements_keep_the_fingerprint_in_the_claim_write(
         lambda_handler(separate_claim_orders())(sqs_event(record(order_body("s-1"))), None)
         (claim,) = aws.claims()
         assert re.fullmatch(r"[\w-]{4}:[\w-]{22}", claim[env.STATE_CLAIM_FINGERPRINT]["S"])
-        _orders_handler()(sqs_event(record(order_body("i-1"))), None)
+        orders_handler()(sqs_event(record(order_body("i-1"))), None)
     (row,) = [r for r in aws.order_rows() if env.ITEM_CLAIM_EVENT_ID in r]
     assert re.fullmatch(r"[\w-]{4}:[\w-]{22}", row[env.ITEM_CLAIM_FINGERPRINT]["S"])
 
@@ -216,7 +199,7 @@ def test_content_hash_ids_store_no_fingerprint_and_cannot_conflict(
     with entry_point(aws, monkeypatch):
         handler = lambda_handler(consumer)
         body = order_body("evt-1")
-        assert _invoke(handler, record(body), record(body)) == {"batchItemFailures": []}
+        assert invoke_handler(handler, record(body), record(body)) == {"batchItemFailures": []}
     (claim,) = aws.claims()
     assert env.STATE_CLAIM_FINGERPRINT not in claim
     assert aws.dlq_messages() == []
@@ -241,8 +224,8 @@ def test_declared_fields_decide_what_a_conflict_is(
         first = record(order_body("evt-1", order_id="o-1", sent_at="t1"))
         volatile = record(order_body("evt-1", order_id="o-1", sent_at="t2"))
         changed = record(order_body("evt-1", order_id="o-1", sent_at="t1", amount=5))
-        assert _invoke(handler, first) == {"batchItemFailures": []}
-        assert _invoke(handler, volatile, changed) == {"batchItemFailures": []}
+        assert invoke_handler(handler, first) == {"batchItemFailures": []}
+        assert invoke_handler(handler, volatile, changed) == {"batchItemFailures": []}
     (copy,) = aws.dlq_messages()
     assert attributes_of(copy)["original_message_id"] == changed["messageId"]
     assert attributes_of(copy)["failure_kind"] == "conflicting_duplicate"
@@ -297,7 +280,7 @@ def test_the_fingerprint_adds_no_write_unit_for_the_bench_items(
 
 
 # --- operations: the DLQ inspection explains a conflict copy -----------------------------------
-@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+@pytest.mark.parametrize("placement", sorted(HANDLER_PLACEMENTS))
 def test_ops_peek_and_explain_name_the_conflict(
     aws: Aws, monkeypatch: pytest.MonkeyPatch, placement: str
 ) -> None:
@@ -307,9 +290,9 @@ def test_ops_peek_and_explain_name_the_conflict(
     first = record(order_body("evt-1", order_id="o-1"))
     again = record(order_body("evt-1", order_id="o-2"))
     with entry_point(aws, monkeypatch):
-        handler = PLACEMENTS[placement]()
-        assert _invoke(handler, first) == {"batchItemFailures": []}
-        assert _invoke(handler, again) == {"batchItemFailures": []}
+        handler = HANDLER_PLACEMENTS[placement]()
+        assert invoke_handler(handler, first) == {"batchItemFailures": []}
+        assert invoke_handler(handler, again) == {"batchItemFailures": []}
     expected = (
         f"conflict: event id evt-1 first applied by message {first['messageId']}; "
         f"this copy {again['messageId']} differs; the first effect stands"

@@ -21,7 +21,7 @@ import botocore.session
 from moto.core.models import botocore_stubber
 
 from handlers.orders import ORDER_KEY
-from idempotent_messaging.runtime import Runtime, Settings, env
+from idempotent_messaging.runtime import Runtime, Settings, env, lambda_handler
 from idempotent_messaging.runtime.claims import is_receipt, published_status
 from idempotent_messaging.runtime.clients import BOTOCORE_CONFIG
 
@@ -480,6 +480,33 @@ def single_item_orders(**options: Any) -> Any:
         effect=SingleItemEffect.keyed_by_event_id(ORDER_KEY),
         **options,
     )
+
+
+def orders_handler() -> Any:
+    """The reference orders consumer's Lambda handler (the claim in its business row)."""
+    from handlers import orders
+
+    return orders.handler
+
+
+# Handler-level placements, built when a test has its world (the handler reads it):
+HANDLER_PLACEMENTS: dict[str, Callable[[], Any]] = {
+    # The reference orders consumer: the claim in its business row (INSERT / transaction).
+    "in-item": orders_handler,
+    # The same plug-ins without the declaration: a claim item in the state table.
+    "state-table": lambda: lambda_handler(separate_claim_orders()),
+}
+
+
+def invoke_handler(handler: Any, *records: dict[str, Any]) -> dict[str, Any]:
+    """One invocation of a Lambda handler on these records, with a fake context."""
+    response: dict[str, Any] = handler(sqs_event(*records), FakeContext())
+    return response
+
+
+def records_of(bodies: list[str], fifo: bool) -> list[dict[str, Any]]:
+    """One SQS record per body (FIFO: all in group ``g1``)."""
+    return [record(body, group_id="g1" if fifo else None, fifo=fifo) for body in bodies]
 
 
 def put_legacy_row(world: Aws, event_id: str, order_id: str = "legacy") -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -1543,12 +1543,17 @@ class _Inv:
                 self.finish(i, QUARANTINED)
         self.cont.pop(0)
 
-    def call_insert(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
+    def statement_round(
+        self, outcome: tuple[Any, ...], failure: str, reason: str, apply: Callable[[int], None]
+    ) -> None:
+        """One PartiQL batch of the continuation's records: the whole call refused
+        (``failure``: every record fails), one statement refused transiently (that record
+        again alone, up to 3 attempts), or ``apply(i)`` for each other record."""
         kind = outcome[0]
-        _, todo, attempt = self.cont[0]
-        if kind == "commit-fail":
+        step, todo, attempt = self.cont[0]
+        if kind == failure:
             for i in todo:
-                self.fail(i, "commit")
+                self.fail(i, reason)
             self.cont.pop(0)
             return
         retry = []
@@ -1557,8 +1562,16 @@ class _Inv:
                 if attempt < 3:
                     retry.append(i)
                 else:
-                    self.fail(i, "commit")
+                    self.fail(i, reason)
                 continue
+            apply(i)
+        if retry:
+            self.cont[0] = (step, tuple(retry), attempt + 1)
+        else:
+            self.cont.pop(0)
+
+    def call_insert(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
+        def insert(i: int) -> None:
             event = self.event(i)
             existing = w.claims[event]
             if existing is None:
@@ -1568,12 +1581,10 @@ class _Inv:
             else:
                 self.recs[i] = self.recs[i]._replace(key_existed=True, duplicate=True)
                 self.stage(i, NEED_READ)  # DuplicateItem carries no item: read it
-            if kind == "commit-ambiguous":
+            if outcome[0] == "commit-ambiguous":
                 self.fail(i, "commit")
-        if retry:
-            self.cont[0] = ("insert", tuple(retry), attempt + 1)
-        else:
-            self.cont.pop(0)
+
+        self.statement_round(outcome, "commit-fail", "commit", insert)
 
     def call_transact(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
         kind = outcome[0]
@@ -1708,37 +1719,21 @@ class _Inv:
             w.claims[event] = claim._replace(owed=True)
 
     def call_mark(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
-        kind = outcome[0]
-        _, todo, attempt = self.cont[0]
-        if kind == "mark-fail":
-            for i in todo:
-                self.fail(i, "mark")
-            self.cont.pop(0)
-            return
-        retry = []
-        for i in todo:
-            if kind == "stmt-transient" and outcome[1] == i:
-                if attempt < 3:
-                    retry.append(i)
-                else:
-                    self.fail(i, "mark")
-                continue
+        def mark(i: int) -> None:
             event = self.event(i)
             claim = w.claims[event]
             if claim is None:
                 self.fail(i, "mark")  # ConditionalCheckFailed: a vanished claim is not re-made
-                continue
+                return
             w.claims[event] = claim._replace(status="sent")
-            if kind == "mark-ambiguous":
+            if outcome[0] == "mark-ambiguous":
                 self.fail(i, "mark")
             elif self.recs[i].stage == NEED_PUBLISH:  # mark-before-publish: publish next
                 pass
             else:
                 self.finish(i, REPUBLISHED if self.recs[i].duplicate else PROCESSED)
-        if retry:
-            self.cont[0] = ("statuschunk", tuple(retry), attempt + 1)
-        else:
-            self.cont.pop(0)
+
+        self.statement_round(outcome, "mark-fail", "mark", mark)
 
 
 def with_features(config: Config, **changes: Any) -> Config:

@@ -169,6 +169,58 @@ def test_a_quarantined_then_redriven_copy_older_than_its_claim_is_refused_not_ap
     assert aws.dynamodb.scan(TableName=STATE_TABLE)["Items"] == []  # nothing claimed again
 
 
+def test_a_copy_beyond_the_horizon_whose_claim_lives_publishes_the_owed_notification(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37, item 1: the claim commits and stays pending (a death before the publish), its
+    copy is dead-lettered and redriven late: first seen 5 days ago, the claim TTL 5 days, so it
+    is beyond the horizon, yet DynamoDB has not deleted the claim (TTL deletes "typically
+    within a few days" of expiry, and an expired item is read until then: DynamoDB Developer
+    Guide, "Using time to live"). Before, the copy was refused unread as
+    ``beyond_dedup_horizon`` and nothing could ever publish the notification (it was never
+    stored: ``ops owed --republish`` had none). Now its claim is read: the copy is the
+    pending claim's duplicate, the notification is published and the claim marked sent; the
+    ADD is still applied once."""
+    clock = {"now": time.time()}
+    consumer = Consumer(writes=_add_one, notification=_notify, clock=lambda: clock["now"])
+    settings = {
+        env.CLAIM_TTL_SECONDS: str(5 * DAY),
+        env.SOURCE_RETENTION_SECONDS: str(2 * DAY),
+        env.DLQ_RETENTION_SECONDS: str(3 * DAY),
+        env.MAX_RECEIVE_COUNT: "2",
+    }
+    start = clock["now"]
+    with entry_point(aws, monkeypatch, **settings):
+        source = source_queue(aws, lambda_handler(consumer), max_receive_count=2, name="late")
+        source.send(json.dumps({"event_id": "evt-1"}))
+        # Day 0: committed, then a death before the publish; day 2, the last receive: SNS is
+        # down, the runtime quarantines it (retries_exhausted, first-seen day 0).
+        crash = CrashPlan(before="PublishBatch")
+        crash.install()
+        assert source.invoke()[0] is None
+        crash.clear()
+        source.visibility_timeout_passes()
+        clock["now"] = start + 2 * DAY
+        fail_sends(entry_clients().sns, "PublishBatch", 3)
+        assert source.invoke()[0] == {"batchItemFailures": []}
+        assert aws.notifications() == []
+        # Day 4: the operator redrives it; day 5 it is delivered: beyond the horizon, while
+        # the claim is still there (expired, not yet deleted).
+        clock["now"] = start + 4 * DAY
+        assert dlq.redrive(aws.sqs, aws.dlq_url, source.url, method="manual").moved == 1
+        clock["now"] = start + 5 * DAY
+        response, redelivered = source.invoke()
+        assert response == {"batchItemFailures": []}
+
+    first_seen = int(redelivered[0]["messageAttributes"][FIRST_SEEN]["stringValue"])
+    assert abs(first_seen - start * 1000) < 60_000  # day 0: beyond the 5-day horizon at day 5
+    assert [n["event_id"] for n in aws.notifications()] == ["evt-1"]
+    assert _applied(aws) == 1
+    assert aws.dlq_messages() == []  # not refused: its claim said what it is
+    (claim,) = aws.stored_claims()
+    assert claim["status"]["S"] == env.STATUS_SENT
+
+
 def _event_time_consumer() -> Consumer:
     from idempotent_messaging.runtime import EventTimeFromBody
 

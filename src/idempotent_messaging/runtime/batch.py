@@ -145,6 +145,10 @@ class RecordState:
     """The earliest time known of this event (epoch ms): the carried first-seen attribute,
     SQS's SentTimestamp of this copy, the producer's event time."""
     first_seen_from: str = ""
+    beyond_horizon: str | None = None
+    """Why this copy is older than its claim is known to live (``BatchRun._beyond_horizon``):
+    its claim is read, never written; present, the copy is a duplicate; absent, it is refused
+    with this reason."""
 
     def saw(self, epoch_ms: int | None, source: str) -> None:
         if (
@@ -347,10 +351,11 @@ class BatchRun:
             rec.event_id = decoded.event_id
             rec.notification = decoded.notification
             rec.saw(decoded.event_time_ms, "the event time")
-            if self._beyond_horizon(rec):
-                continue
-            if decoded.notification:
-                self._assign_receipt(rec, self.claims.receipt_entry(decoded.key, rec.event_id))
+            beyond = self._beyond_horizon(rec)
+            entry = self.claims.receipt_entry(decoded.key, rec.event_id)
+            if decoded.notification and not beyond:
+                self._assign_receipt(rec, entry)
+            rec.receipt_entry = entry  # how a receipt lists it, also when only read (beyond)
             rec.claim = self.claims.claim(
                 key=decoded.key,
                 event_id=decoded.event_id,
@@ -360,6 +365,9 @@ class BatchRun:
                 now=self.now,
                 receipt=rec.receipt,
             )
+            if beyond:  # its claim is read (_read_statuses), never written
+                rec.stage = Stage.NEED_READ
+                rec.duplicate = True
 
     def _assign_receipt(self, rec: RecordState, entry: str) -> None:
         """The receipt id its claim will name, chosen before the commit: one per batch, a new
@@ -373,18 +381,21 @@ class BatchRun:
 
     def _beyond_horizon(self, rec: RecordState) -> bool:
         """A copy first seen longer ago than its claim is known to live may meet no claim
-        although its effect was applied (the claim expired): refused, never applied again."""
+        although its effect was applied (the claim expired): it is never written. Its claim is
+        READ instead (``_status_read``): present (an expired claim is readable until DynamoDB
+        deletes it), the copy is a duplicate like any other, and a pending claim's owed
+        notification is published; absent, the copy is refused as ``beyond_dedup_horizon``."""
         horizon = self.claims.dedup_horizon_seconds
         if horizon is None or rec.first_seen_ms is None:
             return False
         first_seen = rec.first_seen_ms // 1000
         if first_seen + horizon > self.now + DEDUP_HORIZON_MARGIN_SECONDS:
             return False
-        rec.poison(
-            PoisonKind.BEYOND_DEDUP_HORIZON,
+        rec.beyond_horizon = (
             f"first seen {self.now - first_seen} s ago (from {rec.first_seen_from}); its claim "
-            f"is kept {horizon} s ({env.CLAIM_TTL_SECONDS}) and may have expired, so applying "
-            "it could apply its effect a second time; nothing was written",
+            f"is kept {horizon} s ({env.CLAIM_TTL_SECONDS}) and is gone, so applying it could "
+            "apply its effect a second time; nothing was written. Whether its effect was "
+            "applied and a notification is owed is no longer recorded"
         )
         return True
 
@@ -695,7 +706,9 @@ class BatchRun:
     def _status_read(self, rec: RecordState, statuses: Mapping[str, str | None]) -> None:
         """What a processed key of the status read says of ``rec``."""
         assert rec.key is not None
-        if statuses.get(rec.key.label) is None and rec.key_existed:
+        if statuses.get(rec.key.label) is None and rec.beyond_horizon:
+            rec.poison(PoisonKind.BEYOND_DEDUP_HORIZON, rec.beyond_horizon)
+        elif statuses.get(rec.key.label) is None and rec.key_existed:
             # Its INSERT was refused because the item existed; now it is gone.
             rec.fail(FailureClass.TRANSIENT, "item vanished after its key was refused")
         elif statuses.get(rec.key.label) is None and self.claims.absent_claim_is_semantic:

@@ -104,7 +104,6 @@ def test_redrive_after_the_poison_cause_is_fixed_processes_the_message_exactly_o
     mini.registry.functions["mini-orders-fn"].environment["REJECT_KINDS"] = ""
     assert main(_cli(mini, tmp_path, "redrive", "orders")) == 0
     out = capsys.readouterr()
-    assert "does not support StartMessageMoveTask" in out.out
     assert "manual redrive" in out.out and "moved 1" in out.out
     poller.drain(timeout_s=20)
     # A second redrive finds nothing; a redelivered duplicate would not add a row either.
@@ -200,7 +199,7 @@ def test_dry_run_moves_nothing_and_rate_limits_the_move(
     assert queue_counts(sqs, orders["queue_url"])["visible"] == 4
 
 
-def test_native_move_task_is_used_where_the_endpoint_supports_it() -> None:
+def test_native_move_task_is_used_when_asked_where_the_endpoint_supports_it() -> None:
     class NativeSqs:
         def __init__(self) -> None:
             self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -216,7 +215,7 @@ def test_native_move_task_is_used_where_the_endpoint_supports_it() -> None:
             return {"Results": [{"Status": "COMPLETED", "ApproximateNumberOfMessagesMoved": 7}]}
 
     fake = NativeSqs()
-    report = dlq.redrive(fake, "https://q/1/dlq", "https://q/1/src", rate=900)
+    report = dlq.redrive(fake, "https://q/1/dlq", "https://q/1/src", rate=900, method="native")
     assert (report.method, report.moved, report.task_handle) == ("native", 7, "h-1")
     assert fake.calls == [
         (

@@ -416,7 +416,8 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         _AWS,
         (
             f"{_OPS}::test_dry_run_moves_nothing_and_rate_limits_the_move",
-            f"{_OPS}::test_native_move_task_is_used_where_the_endpoint_supports_it",
+            "tests/unit/test_ops_redrive_first_seen.py::"
+            "test_redrive_defaults_to_the_manual_move_and_never_starts_a_native_task",
         ),
     ),
     (

@@ -101,7 +101,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     redrive.add_argument("--rate", type=float, help="at most N messages per second")
     redrive.add_argument("--max", type=int, help="move at most N messages (forces receive/send)")
-    redrive.add_argument("--method", choices=["auto", "native", "manual"], default="auto")
+    redrive.add_argument(
+        "--method",
+        choices=["manual", "native", "auto"],
+        default="manual",
+        help="manual (default; auto is the same): receive/send/delete, carrying or "
+        "establishing each message's first-seen time; native: StartMessageMoveTask, which "
+        "establishes none for a copy SQS dead-lettered itself (denied by the component's DLQ "
+        "policy unless allow_native_dlq_redrive)",
+    )
     redrive.add_argument(
         "--dedup-window",
         choices=["wait", "skip", "new-id"],
@@ -331,10 +339,11 @@ def cmd_redrive(args: argparse.Namespace) -> int:
         else:
             print(
                 f"{report.method} redrive {dlq_url} -> {source}: moved {report.moved}, "
-                f"held back {report.held_back}, failed {report.failed}"
+                f"held back {report.held_back}, failed {report.failed}, "
+                f"refused {report.refused}"
                 + (f", task {report.task_handle}" if report.task_handle else "")
             )
-    return 1 if report.failed else 0
+    return 1 if report.failed or report.refused else 0
 
 
 def cmd_purge(args: argparse.Namespace) -> int:

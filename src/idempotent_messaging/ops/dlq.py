@@ -53,6 +53,10 @@ class OpsError(Exception):
     """An operation cannot proceed; the message says why and what to do."""
 
 
+class RedriveRefused(OpsError):
+    """One DLQ message cannot be redriven safely: it stays in the DLQ, the rest goes on."""
+
+
 @dataclass
 class PeekedMessage:
     message_id: str
@@ -205,6 +209,9 @@ class RedriveReport:
     moved: int = 0
     held_back: int = 0
     failed: int = 0
+    refused: int = 0
+    """Messages left in the DLQ because their first-seen time can be neither carried nor
+    established (``bare_first_seen_ms``)."""
     task_handle: str | None = None
     notes: list[str] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
@@ -250,7 +257,33 @@ def _sent_at(message: dict[str, Any]) -> float:
 MAX_MESSAGE_ATTRIBUTES = 10  # SQS: at most 10 message attributes per message
 
 
-def _send_entry(message: dict[str, Any], fifo: bool, dedup_id: str | None) -> dict[str, Any]:
+def bare_first_seen_ms(
+    message: dict[str, Any], fifo: bool, source_retention_s: int | None
+) -> int | None:
+    """The oldest first-seen time a DLQ copy WITHOUT the runtime's attribute proves (epoch ms):
+    SQS moved it there itself (a death or time-out on its last receive). A standard DLQ keeps
+    the original enqueue time of a message its redrive policy moved, so its SentTimestamp is
+    that time. A FIFO DLQ resets it to the move ("Using dead-letter queues in Amazon SQS"): the
+    original was sent at most one source retention earlier, so that is the time established
+    (refusing a copy as beyond the horizon too early is safe; too late applies twice). None
+    when the copy has no SentTimestamp, or a FIFO source's retention is unknown."""
+    try:
+        sent = int(str(message.get("Attributes", {}).get("SentTimestamp", "")))
+    except ValueError:
+        return None
+    if not fifo:
+        return sent
+    if source_retention_s is None:
+        return None
+    return max(0, sent - 1000 * source_retention_s)
+
+
+def _send_entry(
+    message: dict[str, Any],
+    fifo: bool,
+    dedup_id: str | None,
+    source_retention_s: int | None = None,
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"Id": "0", "MessageBody": message["Body"]}
     attributes = {}
     for name, value in message.get("MessageAttributes", {}).items():
@@ -258,15 +291,26 @@ def _send_entry(message: dict[str, Any], fifo: bool, dedup_id: str | None) -> di
         attributes[name] = kept
     # The resend is a NEW message (new SentTimestamp, fresh retention): carry the event's
     # first-seen time, so the consumer can refuse a copy older than its claim. A runtime copy
-    # carries it already; a reasonless one gets its DLQ SentTimestamp (a standard queue keeps
-    # the original enqueue time in the DLQ; a FIFO DLQ resets it: the best known).
-    sent = message.get("Attributes", {}).get("SentTimestamp")
-    if (
-        runtime_env.FIRST_SEEN_ATTRIBUTE not in attributes
-        and sent
-        and len(attributes) < MAX_MESSAGE_ATTRIBUTES
-    ):
-        attributes[runtime_env.FIRST_SEEN_ATTRIBUTE] = {"DataType": "Number", "StringValue": sent}
+    # carries it already; a bare one gets the oldest time its DLQ copy proves.
+    if runtime_env.FIRST_SEEN_ATTRIBUTE not in attributes:
+        first_seen = bare_first_seen_ms(message, fifo, source_retention_s)
+        if first_seen is None:
+            raise RedriveRefused(
+                f"message {message.get('MessageId')} carries no first-seen time and its age "
+                "cannot be established (no SentTimestamp, or the FIFO source's retention is "
+                "unknown): redriven, it could pass the consumer's dedup horizon after its "
+                "claim expired; left in the DLQ"
+            )
+        if len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
+            raise RedriveRefused(
+                f"message {message.get('MessageId')} has {len(attributes)} message attributes "
+                "(SQS allows 10) and no first-seen time: it cannot carry the time established "
+                "for it; left in the DLQ"
+            )
+        attributes[runtime_env.FIRST_SEEN_ATTRIBUTE] = {
+            "DataType": "Number",
+            "StringValue": str(first_seen),
+        }
     if attributes:
         entry["MessageAttributes"] = attributes
     if fifo:
@@ -278,6 +322,14 @@ def _send_entry(message: dict[str, Any], fifo: bool, dedup_id: str | None) -> di
         if dedup_id:
             entry["MessageDeduplicationId"] = dedup_id
     return entry
+
+
+def source_retention_s(sqs: Any, source_url: str) -> int:
+    """The source queue's MessageRetentionPeriod (GetQueueAttributes), in seconds."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=source_url, AttributeNames=["MessageRetentionPeriod"]
+    )["Attributes"]
+    return int(attributes["MessageRetentionPeriod"])
 
 
 def manual_redrive(
@@ -311,6 +363,9 @@ def manual_redrive(
         raise OpsError(f"queue types differ: DLQ {dlq_url} vs source {source_url}")
     report = RedriveReport(method="dry-run" if dry_run else "manual")
     started = time.monotonic()
+    # A FIFO DLQ reset the enqueue time of the copies SQS moved: their first-seen time is
+    # established from the source's retention (bare_first_seen_ms).
+    retention = source_retention_s(sqs, source_url) if fifo and not dry_run else None
     if dry_run:
         with held_messages(sqs, dlq_url, limit or 10_000) as held:
             for m in held:
@@ -359,7 +414,15 @@ def manual_redrive(
                         continue
                     if dedup_window == "new-id":
                         dedup = f"redrive-{uuid.uuid4().hex}"
-                entry = _send_entry(message, fifo, dedup)
+                try:
+                    entry = _send_entry(message, fifo, dedup, retention)
+                except RedriveRefused as exc:
+                    held_back.append(message["ReceiptHandle"])
+                    report.refused += 1
+                    report.notes.append(str(exc))
+                    log(str(exc))
+                    blocked_groups.add(group)  # FIFO: nothing later of its group overtakes it
+                    continue
                 response = sqs.send_message_batch(QueueUrl=source_url, Entries=[entry])
                 if response.get("Failed"):
                     failure = response["Failed"][0]
@@ -388,12 +451,21 @@ def manual_redrive(
     return report
 
 
+NATIVE_MOVE_CAVEAT = (
+    "the native move task gives every message a new SentTimestamp: a copy SQS dead-lettered "
+    "itself carries no first-seen time, so a consumer whose claims expire (a state-table "
+    "claim) could apply its effect twice once the claim is gone; use it only for consumers "
+    "whose claims live in the business item, or the manual move, which carries or "
+    "establishes each message's first-seen time"
+)
+
+
 def redrive(
     sqs: Any,
     dlq_url: str,
     source_url: str,
     *,
-    method: str = "auto",
+    method: str = "manual",
     rate: float | None = None,
     limit: int | None = None,
     dedup_window: str = "wait",
@@ -402,39 +474,51 @@ def redrive(
     probe: Any | None = None,
     log: Callable[[str], None] = lambda _line: None,
 ) -> RedriveReport:
-    """Native StartMessageMoveTask where the endpoint has it (auto/native), else manual.
+    """The manual move (receive / send / delete), which carries each message's first-seen
+    time or establishes it (``bare_first_seen_ms``), or refuses the message; ``native``:
+    StartMessageMoveTask, which carries message attributes but establishes nothing for a copy
+    SQS dead-lettered itself (``NATIVE_MOVE_CAVEAT``), and which the component's DLQ policy
+    denies unless the consumer opted out (``allow_native_dlq_redrive``). ``auto`` (the default
+    before) is the manual move: the native one is never chosen for the operator.
 
     probe: the client used for the StartMessageMoveTask attempt (see native_move).
     """
     if method not in ("auto", "native", "manual"):
-        raise OpsError(f"--method must be auto, native or manual, got {method!r}")
+        raise OpsError(f"--method must be manual, native or auto, got {method!r}")
     if dry_run:
         return manual_redrive(sqs, dlq_url, source_url, limit=limit, dry_run=True)
-    notes: list[str] = []
-    if method in ("auto", "native") and limit is None:
-        dlq_arn, source_arn = queue_arn(sqs, dlq_url), queue_arn(sqs, source_url)
-        started, handle, why = native_move(probe or sqs, dlq_arn, source_arn, rate)
-        if started:
-            report = RedriveReport(method="native", task_handle=handle)
-            if wait:
-                task = wait_native(sqs, dlq_arn)
-                report.moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
-                report.notes.append(f"move task status {task.get('Status', 'unknown')}")
-            return report
-        if method == "native":
-            raise OpsError(why)
-        notes.append(f"{why}: falling back to receive/send/delete")
-        log(notes[-1])
-    elif method in ("auto", "native") and limit is not None:
-        if method == "native":
+    if method == "native":
+        if limit is not None:
             raise OpsError("--max cannot be combined with --method native (moves the whole DLQ)")
-        notes.append(
-            "--max given: the native move task moves everything, using receive/send/delete"
-        )
+        dlq_arn, source_arn = queue_arn(sqs, dlq_url), queue_arn(sqs, source_url)
+        try:
+            started, handle, why = native_move(probe or sqs, dlq_arn, source_arn, rate)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if "AccessDenied" not in code:
+                raise
+            raise OpsError(
+                f"StartMessageMoveTask on {dlq_arn} was denied ({code}): the component's DLQ "
+                "policy denies the native move unless the consumer sets "
+                "allow_native_dlq_redrive=True, because "
+                f"{NATIVE_MOVE_CAVEAT}. Use --method manual"
+            ) from None
+        if not started:
+            raise OpsError(why)
+        log(f"note: {NATIVE_MOVE_CAVEAT}")
+        report = RedriveReport(method="native", task_handle=handle, notes=[NATIVE_MOVE_CAVEAT])
+        if wait:
+            task = wait_native(sqs, dlq_arn)
+            report.moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
+            report.notes.append(f"move task status {task.get('Status', 'unknown')}")
+        return report
     report = manual_redrive(
         sqs, dlq_url, source_url, rate=rate, limit=limit, dedup_window=dedup_window, log=log
     )
-    report.notes[:0] = notes
+    if method == "auto":
+        report.notes.insert(
+            0, "--method auto is the manual move (the native one is never chosen for you)"
+        )
     return report
 
 

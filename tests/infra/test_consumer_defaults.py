@@ -90,11 +90,58 @@ def test_both_queues_deny_requests_without_tls(default_run: Run) -> None:
     queues = default_run.of_type("aws:sqs/queue:Queue")
     assert {p.inputs["queueUrl"] for p in policies} == {q.outputs["url"] for q in queues}
     for policy in policies:
-        (statement,) = policy.json("policy")["Statement"]
+        statement = policy.json("policy")["Statement"][0]
         assert statement["Effect"] == "Deny"
         assert statement["Principal"] == "*"
         assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         assert statement["Resource"] in {q.outputs["arn"] for q in queues}
+
+
+def _dlq_statements(run: Run) -> list[dict[str, object]]:
+    dlq = run.one("aws:sqs/queue:Queue", "orders-queue-dlq")
+    (policy,) = [
+        p
+        for p in run.of_type("aws:sqs/queuePolicy:QueuePolicy")
+        if p.inputs["queueUrl"] == dlq.outputs["url"]
+    ]
+    return list(policy.json("policy")["Statement"])
+
+
+def test_the_dlq_denies_the_native_move_task_to_everyone(default_run: Run) -> None:
+    """Issue 37, item 1. "All redriven messages are considered new messages with a new
+    messageID and enqueueTime" (SQS Developer Guide, "Learn how to configure a dead-letter
+    queue redrive"): the console's "Start DLQ redrive" (StartMessageMoveTask, authorised on the
+    DLQ, its source queue: SQS API permissions reference) would give a copy SQS dead-lettered
+    itself a new age, and a state-table claim's horizon could let it apply its effect twice
+    (the protocol model's native-move trace). The source queue keeps the TLS deny alone."""
+    import botocore.session
+
+    dlq = default_run.one("aws:sqs/queue:Queue", "orders-queue-dlq")
+    deny = [s for s in _dlq_statements(default_run) if s.get("Sid") == "DenyNativeMoveTask"]
+    assert deny == [
+        {
+            "Sid": "DenyNativeMoveTask",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "sqs:StartMessageMoveTask",
+            "Resource": dlq.outputs["arn"],
+        }
+    ]
+    # The action is the operation botocore's SQS model knows (no typo denies nothing).
+    operations = botocore.session.get_session().get_service_model("sqs").operation_names
+    assert str(deny[0]["Action"]).split(":", 1)[1] in operations
+    queue = default_run.one("aws:sqs/queue:Queue", "orders-queue")
+    (source_policy,) = [
+        p
+        for p in default_run.of_type("aws:sqs/queuePolicy:QueuePolicy")
+        if p.inputs["queueUrl"] == queue.outputs["url"]
+    ]
+    assert len(source_policy.json("policy")["Statement"]) == 1
+
+
+def test_a_consumer_may_opt_out_of_the_native_move_deny(run_consumer: ConsumerRunner) -> None:
+    run = run_consumer(allow_native_dlq_redrive=True)
+    assert [s.get("Sid") for s in _dlq_statements(run)] == ["DenyInsecureTransport"]
 
 
 def test_state_table_is_keyed_by_event_id_with_ttl_pitr_sse_and_tag(default_run: Run) -> None:

@@ -162,6 +162,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 protect_data=args.protect_data,
                 kms_master_key_id=kms,
                 tags=tags,
+                deny_native_redrive=not args.allow_native_dlq_redrive,
             ),
             parent=self,
         )

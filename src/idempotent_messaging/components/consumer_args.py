@@ -119,6 +119,13 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     max_receive_count: int = 5
     """Default 5: a few transient failures never dead-letter (at 1, a single throttle would);
     3..20."""
+    allow_native_dlq_redrive: bool = False
+    """Default False: the DLQ's policy denies ``sqs:StartMessageMoveTask`` (the console's
+    "Start DLQ redrive"), which gives a copy SQS dead-lettered itself a new enqueue time and no
+    first-seen time, so a state-table claim's dedup horizon could let it apply its effect
+    twice; ``python -m idempotent_messaging.ops redrive`` carries or establishes that time.
+    True removes the deny: safe only for a consumer whose claims live in the business item
+    (``SingleItemEffect``: no claim TTL, no horizon)."""
     kms_master_key_id: pulumi.Input[str] | None = None
     """Default None: SQS-managed SSE on the queues, AWS-managed keys on tables/topic. A KMS key
     ARN encrypts queues, tables and the notification topic with it and grants the function

@@ -2,8 +2,10 @@
 
 Same type for both (FIFO -> FIFO DLQ), inline redrive policy on the source, redrive-allow on
 the DLQ naming only the source, SSE (SQS-managed unless a KMS key is given) and a policy on
-each queue denying requests without TLS. Both queues hold messages: each carries its data role
-tag, and with ``protect_data`` Pulumi protection and retain-on-delete (protection.py).
+each queue denying requests without TLS; a consumer's DLQ policy also denies the native move
+task (``deny_message_move_statement``) unless the consumer opts out. Both queues hold
+messages: each carries its data role tag, and with ``protect_data`` Pulumi protection and
+retain-on-delete (protection.py).
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class QueuePairSpec:
     burst of quarantines from a high-throughput source must not throttle on its DLQ)."""
     kms_master_key_id: pulumi.Input[str] | None = None
     tags: Mapping[str, str] | None = None
+    deny_native_redrive: bool = False
+    """Deny ``sqs:StartMessageMoveTask`` on the DLQ (``deny_message_move_statement``). False
+    here: a queue pair whose DLQ holds no idempotent consumer's messages (the fan-out's
+    control queue) loses nothing to the move task; the consumer sets it."""
 
 
 @dataclass(frozen=True)
@@ -62,16 +68,53 @@ def redrive_policy(dlq_arn: str, max_receive_count: int) -> str:
     return json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
 
 
+def deny_message_move_statement(dlq_arn: pulumi.Input[str]) -> dict[str, object]:
+    """Deny the native move task (``sqs:StartMessageMoveTask``, which the SQS API permissions
+    reference authorises on the source queue of the move: the DLQ) to every principal: the
+    console's "Start DLQ redrive" and ``ops redrive --method native``.
+
+    Why: "All redriven messages are considered new messages with a new messageID and
+    enqueueTime" (SQS Developer Guide, "Learn how to configure a dead-letter queue redrive").
+    A copy SQS dead-lettered itself (a death on its last receive) carries none of the
+    runtime's attributes, so its SentTimestamp is the only proof of its age; the move task
+    replaces it, the copy can then pass the dedup horizon after its claim expired and apply
+    its effect twice (the protocol model's ``native-move`` trace, docs/model.md).
+    ``ops redrive`` (receive, send, delete) carries or establishes each message's first-seen
+    time instead (docs/operations.md)."""
+    return {
+        "Sid": "DenyNativeMoveTask",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sqs:StartMessageMoveTask",
+        "Resource": dlq_arn,
+    }
+
+
+def queue_policy(
+    resource_name: str,
+    queue: aws.sqs.Queue,
+    *,
+    parent: pulumi.Resource,
+    deny_native_redrive: bool = False,
+) -> aws.sqs.QueuePolicy:
+    """The queue's policy: deny every request made without TLS (aws:SecureTransport false)
+    and, with ``deny_native_redrive``, the native move task out of it."""
+    document = iam.deny_insecure_transport("sqs", queue.arn)
+    if deny_native_redrive:
+        document["Statement"].append(deny_message_move_statement(queue.arn))
+    return aws.sqs.QueuePolicy(
+        resource_name,
+        queue_url=queue.url,
+        policy=pulumi.Output.json_dumps(document),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 def tls_only_policy(
     resource_name: str, queue: aws.sqs.Queue, *, parent: pulumi.Resource
 ) -> aws.sqs.QueuePolicy:
     """The queue's policy: deny every request made without TLS (aws:SecureTransport false)."""
-    return aws.sqs.QueuePolicy(
-        resource_name,
-        queue_url=queue.url,
-        policy=pulumi.Output.json_dumps(iam.deny_insecure_transport("sqs", queue.arn)),
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
+    return queue_policy(resource_name, queue, parent=parent)
 
 
 def create_queue_pair(
@@ -132,7 +175,13 @@ def create_queue_pair(
         opts=opts,
     )
     policies = [
-        tls_only_policy(f"{logical}-tls-only", q, parent=parent)
-        for logical, q in ((resource_name, queue), (f"{resource_name}-dlq", dlq))
+        tls_only_policy(f"{resource_name}-tls-only", queue, parent=parent),
+        # Same logical name as before the deny: an update of the policy, not a replacement.
+        queue_policy(
+            f"{resource_name}-dlq-tls-only",
+            dlq,
+            parent=parent,
+            deny_native_redrive=spec.deny_native_redrive,
+        ),
     ]
     return QueuePair(queue=queue, dlq=dlq, redrive_allow=redrive_allow, policies=policies)

@@ -60,12 +60,12 @@ from tests.integration.test_runtime_world import _BOTOCORE, REGION, Crash
 from tests.model import configs
 from tests.model.protocol import (
     FAILED,
-    OWING_KINDS,
     Config,
     Features,
     Model,
     State,
     Step,
+    owing_kinds,
 )
 from tests.model.traces import OPERATION, Trace, counterexample_trace, select, sequential
 
@@ -333,6 +333,7 @@ class Replay:
         self.published: dict[str, str] = {}
         self.bare: dict[str, int] = {}  # DLQ message id of a bare copy -> its message
         self.gone: list[tuple[int, str, bool]] = []  # DLQ copies redriven or expired
+        self.expired: list[tuple[int, str, bool]] = []  # ... of which expired (retention)
 
     def client(self, name: str) -> Any:
         return self.session.client(name, config=BOTOCORE_CONFIG)
@@ -554,6 +555,40 @@ class Replay:
 
     def step_ops_redrive(self, step: Step, before: State, after: State) -> None:
         _, cid, mid = step
+        copy_, message = self._take_dlq(before, cid)
+        # The operator's redrive as ops.dlq builds it (attributes, first-seen time), from the
+        # copy's SentTimestamp as SQS would hold it (the trace drives SQS's clock).
+        message.setdefault("Attributes", {})["SentTimestamp"] = str(
+            (self.t0 + copy_.sent_at * DAY) * 1000
+        )
+        retention = self.config.source_retention * DAY if self.fifo else None
+        entry = ops_dlq._send_entry(message, self.fifo, None, retention)
+        self._enqueue(mid, copy_.content, copy_.group, self.clock, _attributes(entry))
+
+    def step_native_move(self, step: Step, before: State, after: State) -> None:
+        """StartMessageMoveTask (moto has none): a new message with the copy's attributes."""
+        _, cid, mid = step
+        copy_, message = self._take_dlq(before, cid)
+        entry = {"MessageAttributes": message.get("MessageAttributes") or {}}
+        self._enqueue(mid, copy_.content, copy_.group, self.clock, _attributes(entry))
+
+    def step_receipt_ttl_delete(self, step: Step, before: State, after: State) -> None:
+        """DynamoDB's TTL deletes an expired receipt: the one the model deletes, found by the
+        events it lists (receipt ids are the model's own numbering)."""
+        rid = step[1]
+        events = sorted(self.event_name(e) for r, e, _ in before.receipts if r == rid)
+        items = self.shadow["dynamodb"].scan(TableName=STATE_TABLE, ConsistentRead=True)["Items"]
+        match = [
+            i for i in items if is_receipt(i) and sorted(i[env.RECEIPT_PUBLISHED]["SS"]) == events
+        ]
+        if not match:
+            raise Drift(f"no receipt listing {events}")
+        self.shadow["dynamodb"].delete_item(
+            TableName=STATE_TABLE, Key={env.EVENT_ID_KEY: match[0][env.EVENT_ID_KEY]}
+        )
+
+    def _take_dlq(self, before: State, cid: int) -> tuple[Any, dict[str, Any]]:
+        """The DLQ message of the model's copy ``cid``, deleted from the DLQ."""
         copy_ = next(c for c in before.dlq if c.cid == cid)
         held = self._dlq_all()
         match = [
@@ -563,18 +598,11 @@ class Replay:
             raise Drift(f"no DLQ message for copy c{cid}")
         message = match[0]
         self.gone.append(self._copy(message))
-        # The operator's redrive as ops.dlq builds it (attributes, first-seen time).
-        entry = ops_dlq._send_entry(message, self.fifo, None)
-        attributes = {
-            name: {"dataType": v["DataType"], "stringValue": v["StringValue"]}
-            for name, v in (entry.get("MessageAttributes") or {}).items()
-            if "StringValue" in v
-        }
         self.shadow["sqs"].delete_message(
             QueueUrl=self.dlq_url, ReceiptHandle=message["ReceiptHandle"]
         )
         self._release([m for m in held if m is not message])
-        self._enqueue(mid, copy_.content, copy_.group, self.clock, attributes)
+        return copy_, message
 
     # --- the DLQ ----------------------------------------------------------------------------
     def _dlq_all(self) -> list[dict[str, Any]]:
@@ -607,6 +635,7 @@ class Replay:
         for m in held:
             if gone(m):
                 self.gone.append(self._copy(m))
+                self.expired.append(self._copy(m))
                 self.shadow["sqs"].delete_message(
                     QueueUrl=self.dlq_url, ReceiptHandle=m["ReceiptHandle"]
                 )
@@ -877,7 +906,7 @@ class Replay:
         _same(real_copies, model_copies, "DLQ copies (content, kind)")
         _same(sorted(self.queue), [m.mid for m in final.queue], "source queue")
         listed: dict[int, list[str]] = {}
-        for receipt, event in final.receipts:
+        for receipt, event, _ in final.receipts:
             listed.setdefault(receipt, []).append(names[event])
         _same(self.receipts(), sorted(sorted(v) for v in listed.values()), "receipts")
         # The invariants, on the real resources alone.
@@ -892,10 +921,12 @@ class Replay:
                 event >= 0 and body in effects.get(names[event], []),
                 f"exactly-once: {self.model.content_name(content)} neither applied nor in the DLQ",
             )
+        # A copy excuses a missing notification while it is in the DLQ (or expired there); a
+        # redriven one's redelivery had to publish, or leave an owing copy again.
         owing = {
             names[self.config.contents[c].event]
-            for c, k, _ in ever
-            if self.config.contents[c].event >= 0 and (k in OWING_KINDS or k == "")
+            for c, k, _ in copies + self.expired
+            if self.config.contents[c].event >= 0 and (k in owing_kinds(FEATURES) or k == "")
         }
         for event_id in effects:
             _holds(
@@ -927,6 +958,15 @@ class Replay:
                     firsts == [e for e in order if e in firsts],
                     f"fifo-order: group {group} first notifications {firsts}, sent {order}",
                 )
+
+
+def _attributes(entry: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """A SendMessage entry's string attributes as a Lambda record carries them."""
+    return {
+        name: {"dataType": v["DataType"], "stringValue": v["StringValue"]}
+        for name, v in (entry.get("MessageAttributes") or {}).items()
+        if "StringValue" in v
+    }
 
 
 def replay(case: Case, trace: Trace) -> None:
@@ -1002,6 +1042,39 @@ def test_a_late_resend_without_the_event_time_is_applied_again_as_documented(
     config = configs.late_resend("small", FEATURES)
     trace = counterexample_trace(replace(config, name=f"{config.name}/event-time-off"))
     with pytest.raises(RealViolation, match="at-most-once"):
+        replay(Case(trace.config, "counter"), trace)
+
+
+# --- issue 37, item 1: redrive never defeats the dedup horizon ------------------------------------
+
+
+def test_the_native_move_task_defeats_the_horizon_where_the_dlq_policy_allows_it(
+    aws_env: dict[str, str],
+) -> None:
+    """Why the component's DLQ policy denies the native move: the model's counterexample with
+    the move allowed (commit, a death before the publish on the last receive, SQS's bare copy,
+    a native move, a death before the commit, bare again, the claim deleted, ``ops redrive``
+    stamps the move's time) applies the counter ``ADD`` twice on the real consumer too."""
+    config = configs.native_move("small", FEATURES)
+    trace = counterexample_trace(
+        replace(config, mutations=frozenset({"native-move-allowed"}), only=None)
+    )
+    assert any(s[0] == "native-move" for s in trace.steps), trace.describe()
+    with pytest.raises(RealViolation, match="at-most-once"):
+        replay(Case(trace.config, "counter"), trace)
+
+
+def test_a_copy_refused_unread_behind_the_horizon_no_longer_replays(
+    aws_env: dict[str, str],
+) -> None:
+    """The owed notification lost behind the horizon: the model of the old rule (a copy beyond
+    the horizon refused before reading its claim) reaches a live pending claim whose redriven
+    copy is quarantined; the real consumer reads the claim and publishes instead (Drift)."""
+    config = replace(
+        configs.redrive("small", FEATURES), mutations=frozenset({"horizon-refuses-unread"})
+    )
+    trace = counterexample_trace(config)
+    with pytest.raises(Drift):
         replay(Case(trace.config, "counter"), trace)
 
 

@@ -183,8 +183,9 @@ def claim_ttl(bound: str, features: Features) -> Config:
 
 def redrive(bound: str, features: Features) -> Config:
     """Time and the operator: quarantine (owed notifications, exhausted receives), SQS's own
-    redrive and ``ops redrive`` cycles, each a NEW message with fresh retention (large: three
-    redrives, two deaths or time-outs, two faults, a longer clock)."""
+    redrive and ``ops redrive`` cycles, each a NEW message with fresh retention, publication
+    receipts deleted by their TTL; the native move task where the DLQ policy allows it (large:
+    three redrives, two deaths or time-outs, two faults, a longer clock)."""
     large = bound == "large"
     return _base(
         bound,
@@ -202,6 +203,60 @@ def redrive(bound: str, features: Features) -> Config:
         crashes=2 if large else 1,
         faults=2 if large else 1,
         fault_kinds=frozenset({"entry-sender", "commit-fail", "publish-fail", "dlq-fail"}),
+        native_move=not features.native_move_denied,
+    )
+
+
+def native_move(bound: str, features: Features) -> Config:
+    """The operator's redrive button: a death on the last receive (maxReceiveCount 1), SQS's
+    bare copy, native move tasks and ``ops redrive``, the claim expiring (TTL = source + DLQ
+    retention); the native move only where the DLQ policy allows it (large: three deaths and
+    three redrives, a longer clock)."""
+    large = bound == "large"
+    return _base(
+        bound,
+        features,
+        name="native-move/separate-claim",
+        placement="separate",
+        sends=(Send(E1),),
+        time=6 if large else 4,
+        source_retention=1,
+        dlq_retention=2,
+        claim_ttl=3,
+        redrives=3 if large else 2,
+        batch=1,
+        concurrency=1,
+        max_receive=1,
+        crashes=3 if large else 2,
+        faults=0,
+        fault_kinds=frozenset(),
+        native_move=not features.native_move_denied,
+    )
+
+
+def redrive_fifo(bound: str, features: Features) -> Config:
+    """A FIFO queue and DLQ: SQS's move to a FIFO DLQ resets the copy's enqueue time, so a
+    bare copy's SentTimestamp may be up to one source retention later than its original's;
+    ``ops redrive`` cycles; source retention 2, claim TTL 3 (large: two redrives and deaths,
+    a longer clock)."""
+    large = bound == "large"
+    return _base(
+        bound,
+        features,
+        name="redrive-fifo/separate-claim",
+        placement="separate",
+        fifo=True,
+        sends=(Send(E1, "a"),),
+        time=6 if large else 5,
+        source_retention=2,
+        dlq_retention=1,
+        claim_ttl=3,
+        redrives=2 if large else 1,
+        batch=1,
+        concurrency=1,
+        crashes=2,
+        faults=0,
+        fault_kinds=frozenset(),
     )
 
 
@@ -298,7 +353,27 @@ def expectations(bound: str, features: Features | None = None) -> list[Expectati
             )
         )
     out.append(Expectation(redrive_item(bound, f)))
+    # The claim in the business item has no TTL, hence no horizon: the native move task (an
+    # opted-out DLQ policy) cannot make a copy outlive it.
+    config = replace(redrive_item(bound, f), native_move=True)
+    out.append(Expectation(replace(config, name=f"{config.name}/native-move-allowed")))
+    out.append(Expectation(native_move(bound, f)))
+    out.append(Expectation(redrive_fifo(bound, f)))
     return out
+
+
+# What the guards of issue 37 (item 1) close: the shortest counterexamples of the protocol before
+# them (tests/model/test_model.py shows each reachable there and not any more).
+NATIVE_MOVE_TRACE = (
+    "the native move task gives an SQS-moved (bare) copy a new SentTimestamp and no first-seen "
+    "time: commit, a death before the publish on the last receive, SQS's bare copy, a native "
+    "move, a death before the commit, bare again, the claim TTL passes, ops redrive stamps the "
+    "native move's time: the copy passes the horizon and commits a second time"
+)
+OWED_BEHIND_HORIZON = (
+    "a copy beyond the horizon refused without reading its claim: the claim is live and "
+    "pending, its copy was redriven late, nothing publishes the owed notification"
+)
 
 
 # --- mutations: each must yield a counterexample of one of the invariants named ----------------
@@ -318,6 +393,10 @@ def mutations(bound: str = "small", features: Features | None = None) -> list[Ex
     fifo_item = fifo_groups(bound, "item", f)
     poison_item = poison(bound, "item", f)
     return [
+        mutant(native_move(bound, f), "native-move-allowed", "at-most-once"),
+        mutant(redrive(bound, f), "horizon-refuses-unread", "notified"),
+        mutant(redrive_fifo(bound, f), "fifo-stamps-dlq-time", "at-most-once"),
+        mutant(std_sep, "absent-receipt-as-listed", "notified"),
         mutant(fifo_item, "no-fifo-hold", "fifo-order"),
         mutant(std_item, "pending-as-sent", "notified"),
         mutant(std_sep, "write-before-claim", "at-most-once"),

@@ -20,15 +20,19 @@ Every transition is one atomic step of one party:
 * SQS: a message received ``maxReceiveCount`` times is moved to the DLQ by SQS itself,
   bare; retention (a failed or orphaned message stays receivable: its visibility timeout may
   pass at any moment, so "it becomes visible, then a receive takes it" is one receive);
-* DynamoDB deletes an expired claim, at any time after it expired (not at expiry);
-* the operator redrives a DLQ copy (``ops redrive``: a NEW message, fresh retention);
+* DynamoDB deletes an expired claim or publication receipt, at any time after it expired
+  (not at expiry);
+* the operator redrives a DLQ copy (``ops redrive``: a NEW message, fresh retention, its
+  first-seen time carried or established), or a native move task moves one (where the DLQ
+  policy allows it: a NEW message, its attributes kept, nothing established);
 * the clock ticks (only between invocations: one tick is longer than an invocation plus
   ``batch.DEDUP_HORIZON_MARGIN_SECONDS``).
 
 What each action models is named in ``ACTIONS`` (module and qualified name, checked to exist
 by tests/model/test_model.py) and ``Features.of_code`` reads, from the code, the switches
 that later work added (the dedup horizon, UnprocessedKeys retries, the content fingerprint,
-publication receipts). docs/model.md describes the model, its abstractions and its findings.
+publication receipts, the redrive guards). docs/model.md describes the model, its abstractions
+and its findings.
 """
 
 from __future__ import annotations
@@ -130,9 +134,12 @@ ACTIONS: dict[str, Action] = {
         ),
         Action(
             "read",
-            "ONE consistent BatchGetItem of the duplicates' claims (UnprocessedKeys retried)",
+            "ONE consistent BatchGetItem of the duplicates' claims (UnprocessedKeys retried), "
+            "and of the claims of copies beyond the dedup horizon (present: the duplicate branch; "
+            "absent: refused)",
             (
                 Code(_B, "BatchRun._read_statuses"),
+                Code(_B, "BatchRun._beyond_horizon"),
                 Code(_B, "BatchRun._read_status_chunk"),
                 Code(_B, "BatchRun._status_read"),
                 Code(_C, "ItemClaims.read_statuses"),
@@ -243,19 +250,34 @@ ACTIONS: dict[str, Action] = {
         ),
         Action(
             "ttl-delete",
-            "DynamoDB deletes an expired claim, at any time after its expiry",
-            (Code(_C, "StateTableClaims.claim"),),
+            "DynamoDB deletes an expired claim or publication receipt, at any time after its "
+            "expiry",
+            (Code(_C, "StateTableClaims.claim"), Code(_C, "Receipts.write")),
             aws="DynamoDB TTL: expired items are deleted typically within days, not at expiry, "
             "and are read and conditioned on until then",
         ),
         Action(
             "ops-redrive",
-            "the operator redrives one DLQ copy: a NEW message with fresh retention",
+            "the operator redrives one DLQ copy: a NEW message with fresh retention, carrying "
+            "the copy's first-seen attribute or one established from its SentTimestamp",
             (
                 Code("idempotent_messaging.ops.dlq", "manual_redrive"),
                 Code("idempotent_messaging.ops.dlq", "_send_entry"),
+                Code("idempotent_messaging.ops.dlq", "bare_first_seen_ms"),
             ),
             aws="SQS SendMessageBatch + DeleteMessage (the copy's message attributes kept)",
+        ),
+        Action(
+            "native-move",
+            "a native move task (the console's 'Start DLQ redrive', or StartMessageMoveTask) "
+            "moves one DLQ copy: a NEW message, its attributes kept, nothing established; the "
+            "component's DLQ policy denies it unless the consumer opts out",
+            (
+                Code("idempotent_messaging.components.queues", "deny_message_move_statement"),
+                Code("idempotent_messaging.ops.dlq", "native_move"),
+            ),
+            aws="SQS StartMessageMoveTask: 'All redriven messages are considered new messages "
+            "with a new messageID and enqueueTime'; message attributes kept",
         ),
     )
 }
@@ -285,6 +307,18 @@ class Features:
     redrive_carries_sent_time: bool = False
     """``ops redrive`` writes the first-seen attribute from the DLQ copy's SentTimestamp when
     the copy carries none (an SQS-moved copy has none of the runtime's attributes)."""
+    redrive_fifo_before_retention: bool = False
+    """... and on a FIFO DLQ (which resets the enqueue time of a copy SQS moves) from its
+    SentTimestamp less the source queue's retention: the earliest the original can have been
+    sent (``ops.dlq.bare_first_seen_ms``)."""
+    native_move_denied: bool = False
+    """The component's DLQ policy denies ``sqs:StartMessageMoveTask`` (the console's redrive
+    button, ``ops redrive --method native``): a native move gives a bare copy a new
+    SentTimestamp and no first-seen time (``queues.deny_message_move_statement``)."""
+    horizon_reads_claim: bool = False
+    """A copy beyond the dedup horizon reads its claim before it is refused: present, it takes
+    the duplicate branch (a pending claim's owed notification is published); absent, it is
+    refused (``RecordState.beyond_horizon``)."""
 
     @classmethod
     def of_code(cls) -> Features:
@@ -300,6 +334,10 @@ class Features:
             source = inspect.getsource(dlq)
         except OSError:  # pragma: no cover - source always available in the repository
             pass
+        try:
+            queues = importlib.import_module("idempotent_messaging.components.queues")
+        except ImportError:  # pragma: no cover - the components are in the repository
+            queues = None
         return cls(
             horizon="beyond_dedup_horizon" in kinds,
             read_attempts=int(getattr(batch, "STATUS_READ_ATTEMPTS", 1)),
@@ -307,6 +345,10 @@ class Features:
             receipts=hasattr(importlib.import_module(_C), "Receipts"),
             redrive_carries_sent_time=bool(first_seen)
             and ("FIRST_SEEN" in source or str(first_seen) in source),
+            redrive_fifo_before_retention=hasattr(dlq, "bare_first_seen_ms"),
+            native_move_denied=hasattr(queues, "deny_message_move_statement"),
+            horizon_reads_claim="beyond_horizon"
+            in getattr(batch.RecordState, "__dataclass_fields__", {}),
         )
 
     def label(self) -> str:
@@ -317,6 +359,9 @@ class Features:
                 ("fingerprint", self.fingerprint),
                 ("receipts", self.receipts),
                 ("redrive-sent-time", self.redrive_carries_sent_time),
+                ("redrive-fifo-retention", self.redrive_fifo_before_retention),
+                ("native-move-denied", self.native_move_denied),
+                ("horizon-reads-claim", self.horizon_reads_claim),
             )
             if value
         ]
@@ -341,6 +386,15 @@ MUTATIONS: dict[str, str] = {
     "owed-not-quarantined": "BatchRun._owe finishes the record instead of quarantining it",
     "early-in-batch-conflict": "BatchRun._mark_in_batch_duplicates quarantines a later copy "
     "with other content at once, before the first copy's verdict (the defect the model found)",
+    "native-move-allowed": "the DLQ policy allows the native move task (no "
+    "queues.deny_message_move_statement): a bare copy is moved with a new SentTimestamp and "
+    "no first-seen time",
+    "horizon-refuses-unread": "BatchRun._beyond_horizon refuses a copy before reading its "
+    "claim (a live pending claim's owed notification is never published)",
+    "fifo-stamps-dlq-time": "ops.dlq.bare_first_seen_ms stamps a FIFO bare copy with its DLQ "
+    "SentTimestamp (SQS reset it when it moved the copy)",
+    "absent-receipt-as-listed": "Receipts.read takes an absent receipt (never written, or "
+    "deleted by its TTL) for one listing every claim that names it",
 }
 
 # --- invariants ---------------------------------------------------------------------------------
@@ -366,6 +420,17 @@ OWING_KINDS = frozenset({"notification_owed", "retries_exhausted"})
 write WAS applied) and ``retries_exhausted`` (the message did not finish on its last receive;
 its reason names the failure, its redrive finishes it, e.g. a commit applied while every
 attempt's answer was lost)."""
+
+
+def owing_kinds(features: Features) -> frozenset[str]:
+    """The DLQ copies that excuse a missing notification while they are in the DLQ (a bare
+    copy, kind "", too). ``beyond_dedup_horizon`` only when the refusal read the claim and
+    found none: the effect may have been applied and nothing remembers it but this copy. A
+    copy refused without reading its claim says nothing of it (the live claim could still
+    have had its notification published)."""
+    if features.horizon_reads_claim:
+        return OWING_KINDS | {"beyond_dedup_horizon"}
+    return OWING_KINDS
 
 
 class Violation(NamedTuple):
@@ -441,6 +506,9 @@ class Config:
     dlq_retention: int = 99
     claim_ttl: int = 99
     redrives: int = 0
+    native_move: bool = False
+    """A native move task may move DLQ copies (the DLQ policy allows it: the consumer opted
+    out of the component's deny, or the code has no such deny)."""
     event_time: bool = False
     """The consumer declares the event's own time (``EventTimeFromBody``): re-sends carry
     the time of the first send."""
@@ -463,7 +531,9 @@ class Config:
         if self.time:
             parts.append(
                 f"time 0..{self.time} (retention {self.source_retention}+{self.dlq_retention},"
-                f" claim TTL {self.claim_ttl}, {self.redrives} redrives)"
+                f" claim TTL {self.claim_ttl}, {self.redrives} redrives"
+                + (", native moves" if self.native_move else "")
+                + ")"
             )
         parts.append(f"features {self.features.label()}")
         if self.mutations:
@@ -539,6 +609,7 @@ class Rec(NamedTuple):
     key_existed: bool = False
     duplicate: bool = False
     found: int = -1  # a duplicate's: the receipt its existing pending claim names
+    beyond: bool = False  # beyond the dedup horizon: its claim is read, never written
 
 
 class Inv(NamedTuple):
@@ -559,7 +630,7 @@ class State(NamedTuple):
     effects: tuple[tuple[int, ...], ...]
     notes: tuple[int, ...]
     dead: int  # bitmask of contents ever dead-lettered
-    owed_ok: int  # bitmask of events with a copy saying the notification is owed (or bare)
+    owed_lost: int  # bitmask of events whose owing DLQ copy expired (outside the promise)
     lost: int  # bitmask of contents lost to retention
     sent: int  # bitmask of contents the producer sent
     invs: tuple[Inv, ...]
@@ -570,7 +641,8 @@ class State(NamedTuple):
     redrives: int
     resent: int  # bitmask of optional sends done
     dlq_sources: frozenset[int]  # FIFO DLQ deduplication: message ids already copied
-    receipts: frozenset[tuple[int, int]] = frozenset()  # (receipt id, event) listed
+    receipts: frozenset[tuple[int, int, int]] = frozenset()
+    """(receipt id, event listed, expiry: -1 none) of every publication receipt written."""
     next_receipt: int = 0
 
 
@@ -590,6 +662,11 @@ class Model:
         if "ttl-shorter-than-retention" in self.mut:
             self.ttl = max(1, config.source_retention - 1)
         self.max_receive = config.max_receive
+        features = self.f
+        if "horizon-refuses-unread" in self.mut:
+            features = replace(features, horizon_reads_claim=False)
+        self.horizon_reads_claim = features.horizon_reads_claim
+        self.owing_kinds = owing_kinds(features)
         # FIFO order: events of a group in the order of their first send.
         self.earlier: dict[int, tuple[int, ...]] = {}
         order: dict[str | None, list[int]] = {}
@@ -618,7 +695,7 @@ class Model:
             effects=((),) * len(c.events),
             notes=(0,) * len(c.events),
             dead=0,
-            owed_ok=0,
+            owed_lost=0,
             lost=0,
             sent=sent,
             invs=(),
@@ -659,8 +736,10 @@ class Model:
             return f"{kind} m{step[1]}"
         if kind == "ttl-delete":
             return f"ttl-delete claim of {self.config.events[step[1]]}"
-        if kind == "ops-redrive":
-            return f"ops-redrive copy c{step[1]} -> m{step[2]}"
+        if kind in ("ops-redrive", "native-move"):
+            return f"{kind} copy c{step[1]} -> m{step[2]}"
+        if kind == "receipt-ttl-delete":
+            return f"receipt-ttl-delete receipt r{step[1]}"
         return " ".join(str(x) for x in step)
 
     # --- transitions -------------------------------------------------------------------------
@@ -699,6 +778,9 @@ class Model:
             others += [self._keys(d.content, d.group) for d in s.dlq]
         for e, claim in enumerate(s.claims):
             if claim is not None and claim.expires >= 0:
+                others.append({("e", e)})
+        for _, e, expires in s.receipts:
+            if expires >= 0:
                 others.append({("e", e)})
         held = [set().union(*(self._keys(r.content, r.group) for r in inv.recs)) for inv in s.invs]
         for n, inv in enumerate(s.invs):
@@ -762,9 +844,16 @@ class Model:
                 w = _World(self, s)
                 w.claims[e] = None
                 yield ("ttl-delete", e), w.freeze(), w.violation
+        for rid in sorted({r for r, _, expires in s.receipts if 0 <= expires < s.clock}):
+            w = _World(self, s)
+            w.receipts = frozenset(x for x in s.receipts if x[0] != rid)
+            yield ("receipt-ttl-delete", rid), w.freeze(), w.violation
         if s.redrives:
             for copy in s.dlq:
                 yield self._ops_redrive(s, copy)
+            if c.native_move or "native-move-allowed" in self.mut:
+                for copy in s.dlq:
+                    yield self._native_move(s, copy)
 
     def at_rest(self, s: State) -> bool:
         """Nothing in flight: no invocation, no message in the source queue."""
@@ -789,8 +878,9 @@ class Model:
                     f"{self.content_name(content)} was sent; its effect was never applied "
                     "and no DLQ copy of it exists",
                 )
+        excused = self.excused(s)
         for event, effects in enumerate(s.effects):
-            owed = s.owed_ok >> event & 1
+            owed = excused >> event & 1
             if effects and not s.notes[event] and not owed and (only is None or "notified" in only):
                 return Violation(
                     "notified",
@@ -798,6 +888,20 @@ class Model:
                     "published and no DLQ copy says it is owed",
                 )
         return None
+
+    def owing(self, copy: Copy) -> bool:
+        """A DLQ copy that says its event's notification is, or may be, owed."""
+        return copy.kind == "" or copy.kind in self.owing_kinds
+
+    def excused(self, s: State) -> int:
+        """Events whose missing notification a DLQ copy explains: an owing copy IN the DLQ now
+        (one the operator redrove excuses nothing any more: its redelivery must publish, or
+        leave an owing copy again), or one the DLQ's retention deleted."""
+        bits = s.owed_lost
+        for copy in s.dlq:
+            if self.owing(copy):
+                bits |= self._event_bit(copy.content)
+        return bits
 
     # --- receive -------------------------------------------------------------------------------
     def _eligible_standard(self, s: State) -> list[Msg]:
@@ -855,7 +959,10 @@ class Model:
             if self.config.contents[m.content].event < 0:
                 rec = rec._replace(stage=POISON, kind="not_json")
             elif self.f.horizon and not self.item and rec.first_seen + self.ttl <= s.clock:
-                rec = rec._replace(stage=POISON, kind="beyond_dedup_horizon")
+                if self.horizon_reads_claim:  # never written: its claim is read first
+                    rec = rec._replace(stage=NEED_READ, beyond=True)
+                else:
+                    rec = rec._replace(stage=POISON, kind="beyond_dedup_horizon")
             recs.append(rec)
         # BatchRun._mark_in_batch_duplicates (the fingerprint: another body is a conflict)
         first: dict[int, int] = {}
@@ -993,7 +1100,6 @@ class Model:
                 f"'{m.last_end}' (not a death, a time-out or a failed quarantine)",
             )
         w.add_copy(copy)
-        w.owed_ok |= self._event_bit(m.content)
         return ("sqs-redrive", m.mid), w.freeze(), w.violation
 
     def _event_bit(self, content: int) -> int:
@@ -1010,16 +1116,45 @@ class Model:
             else:
                 kept.append(m)
         w.queue = kept
-        w.dlq = [d for d in w.dlq if w.clock - d.sent_at <= self.config.dlq_retention]
+        dlq = []
+        for d in w.dlq:
+            if w.clock - d.sent_at <= self.config.dlq_retention:
+                dlq.append(d)
+            elif self.owing(d):  # the operator let it expire: outside the promise
+                w.owed_lost |= self._event_bit(d.content)
+        w.dlq = dlq
         return ("tick",), w.freeze(), w.violation
 
     def _ops_redrive(self, s: State, copy: Copy) -> tuple[Step, State, Violation | None]:
-        w = _World(self, s)
-        w.redrives -= 1
-        w.dlq = [d for d in w.dlq if d.cid != copy.cid]
+        """``ops redrive`` (receive, send, delete): the copy's first-seen attribute, or for a
+        bare copy one established from its SentTimestamp (``ops.dlq.bare_first_seen_ms``)."""
         carried = copy.carried
         if carried < 0 and self.f.redrive_carries_sent_time:
             carried = copy.sent_at
+            if (
+                self.fifo
+                and self.f.redrive_fifo_before_retention
+                and "fifo-stamps-dlq-time" not in self.mut
+            ):
+                # A FIFO DLQ reset the enqueue time when SQS moved it: the original was sent
+                # at most one source retention earlier.
+                carried = max(0, copy.sent_at - self.config.source_retention)
+        step, state, violation = self._redrive(s, copy, carried)
+        return ("ops-redrive", *step), state, violation
+
+    def _native_move(self, s: State, copy: Copy) -> tuple[Step, State, Violation | None]:
+        """StartMessageMoveTask: a new message, the copy's attributes kept; nothing is
+        established for a bare copy (its SentTimestamp, the only proof of its age, is
+        replaced)."""
+        step, state, violation = self._redrive(s, copy, copy.carried)
+        return ("native-move", *step), state, violation
+
+    def _redrive(
+        self, s: State, copy: Copy, carried: int
+    ) -> tuple[tuple[int, int], State, Violation | None]:
+        w = _World(self, s)
+        w.redrives -= 1
+        w.dlq = [d for d in w.dlq if d.cid != copy.cid]
         mid = w.next_mid
         w.next_mid += 1
         w.queue.append(
@@ -1027,7 +1162,7 @@ class Model:
                 mid, copy.content, copy.group, s.clock, carried, copy.event_time, 0, VISIBLE, -1, ""
             )
         )
-        return ("ops-redrive", copy.cid, mid), w.freeze(), w.violation
+        return (copy.cid, mid), w.freeze(), w.violation
 
 
 def _outcome(outcome: tuple[Any, ...]) -> str:
@@ -1048,7 +1183,7 @@ class _World:
         self.effects = list(s.effects)
         self.notes = list(s.notes)
         self.dead = s.dead
-        self.owed_ok = s.owed_ok
+        self.owed_lost = s.owed_lost
         self.lost = s.lost
         self.sent = s.sent
         self.invs = list(s.invs)
@@ -1082,7 +1217,7 @@ class _World:
             for r in inv.recs:
                 see(r.found)
         listed: dict[int, list[int]] = {}
-        for rid, event in self.receipts:
+        for rid, event, _ in self.receipts:
             listed.setdefault(rid, []).append(event)
         for rid in sorted(listed, key=lambda r: sorted(listed[r])):
             see(rid)
@@ -1099,7 +1234,9 @@ class _World:
             )
             for inv in invs
         ]
-        self.receipts = frozenset((mapped[rid], event) for rid, event in self.receipts)
+        self.receipts = frozenset(
+            (mapped[rid], event, expires) for rid, event, expires in self.receipts
+        )
         self.next_receipt = len(ids)
 
     def freeze(self) -> State:
@@ -1113,7 +1250,7 @@ class _World:
             tuple(self.effects),
             tuple(self.notes),
             self.dead,
-            self.owed_ok,
+            self.owed_lost,
             self.lost,
             self.sent,
             tuple(sorted(self.invs)),
@@ -1233,8 +1370,6 @@ class _World:
         )
         self.next_cid += 1
         self.add_copy(copy)
-        if rec.kind in OWING_KINDS:
-            self.owed_ok |= model._event_bit(rec.content)
 
     def delete(self, m: Msg, why: str) -> None:
         event, body = self.model.config.contents[m.content]
@@ -1640,7 +1775,10 @@ class _Inv:
                 retry.append(i)
                 continue
             claim = w.claims[self.event(i)]
-            if claim is None:
+            if claim is None and self.recs[i].beyond:
+                # Nothing remembers the event: refused, never applied (again).
+                self.poison(i, "beyond_dedup_horizon")
+            elif claim is None:
                 # key_existed (INSERT refused) or a vanished separate claim: transient
                 self.fail(i, "vanished")
             else:
@@ -1661,7 +1799,10 @@ class _Inv:
             r = self.recs[i]
             if outcome[0] == "read-fail":
                 self.fail(i, "read")
-            elif (r.found, self.event(i)) in w.receipts:
+            elif any(x[0] == r.found and x[1] == self.event(i) for x in w.receipts) or (
+                "absent-receipt-as-listed" in self.model.mut
+                and not any(x[0] == r.found for x in w.receipts)
+            ):
                 self.finish(i, SKIPPED)
             else:  # not listed, or no receipt: publish again, then mark the claim sent
                 self.stage(i, NEED_PUBLISH)
@@ -1670,7 +1811,9 @@ class _Inv:
         self.cont.pop(0)
         kind = outcome[0]
         if kind != "receipt-fail":
-            w.receipts = w.receipts | {(self.receipt, self.event(i)) for i in idxs}
+            # The receipt keeps the claim TTL from its write (none with the claim in the item).
+            expires = -1 if self.model.item else self.now + self.model.ttl
+            w.receipts = w.receipts | {(self.receipt, self.event(i), expires) for i in idxs}
         for i in idxs:
             if kind == "ok":
                 self.finish(i, PROCESSED)

@@ -18,9 +18,12 @@ controller's warnings summary.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from tests.model import configs
 from tests.model.checker import Result, check
 from tests.model.configs import Expectation, expectations, mutations
 from tests.model.protocol import ACTIONS, INVARIANTS, MUTATIONS, Features
@@ -111,3 +114,53 @@ def test_the_features_are_read_from_the_code() -> None:
     assert features.horizon == ("beyond_dedup_horizon" in kinds)
     assert features.fingerprint == ("conflicting_duplicate" in kinds)
     assert features.read_attempts == getattr(batch, "STATUS_READ_ATTEMPTS", 1)
+    # issue 37, item 1: the guards the model reads from the code
+    from idempotent_messaging.components import queues
+    from idempotent_messaging.ops import dlq
+
+    assert features.native_move_denied == hasattr(queues, "deny_message_move_statement")
+    assert features.redrive_fifo_before_retention == hasattr(dlq, "bare_first_seen_ms")
+    assert features.horizon_reads_claim == (
+        "beyond_horizon" in batch.RecordState.__dataclass_fields__
+    )
+
+
+# --- issue 37, item 1: redrive never defeats the dedup horizon ----------------------------------
+
+BEFORE_ISSUE_37 = replace(
+    Features.of_code(),
+    native_move_denied=False,
+    horizon_reads_claim=False,
+    redrive_fifo_before_retention=False,
+)
+"""The protocol as it was: the console's native move allowed, a copy beyond the horizon refused
+unread, a FIFO bare copy stamped with its DLQ SentTimestamp."""
+
+
+@pytest.mark.parametrize(
+    ("family", "invariant", "must_show"),
+    [
+        # commit, death before the publish, SQS's bare copy, a native move, death before the
+        # commit, bare again, the claim TTL passes, ops redrive stamps the move's time
+        (configs.native_move, "at-most-once", ("native-move", "ttl-delete", "ops-redrive")),
+        # the claim is live and pending, its owing copy redriven late and refused unread
+        (configs.redrive, "notified", ("ops-redrive", "quarantine")),
+        # a FIFO DLQ reset the bare copy's enqueue time, the redrive stamps it
+        (configs.redrive_fifo, "at-most-once", ("sqs-redrive", "ttl-delete", "ops-redrive")),
+    ],
+)
+def test_the_redrive_traces_are_reachable_before_the_guards_and_not_with_them(
+    family: Any, invariant: str, must_show: tuple[str, ...]
+) -> None:
+    """The issue's traces: found on the protocol before its guards (the DLQ policy's deny of
+    the native move, the horizon reading the claim, the FIFO stamp back by the source's
+    retention), and on the code's protocol no run reaches them."""
+    before = replace(family(BOUND, BEFORE_ISSUE_37), only=frozenset({invariant}))
+    result = check(before)
+    assert result.violation is not None, result.summary()
+    assert result.violation.invariant == invariant, result.counterexample()
+    for step in must_show:
+        assert any(step in line for line in result.trace), result.counterexample()
+    after = replace(family(BOUND, Features.of_code()), only=frozenset({invariant}))
+    fixed = check(after)
+    assert fixed.violation is None, fixed.counterexample()

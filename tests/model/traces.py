@@ -63,7 +63,9 @@ def signature(model: Model, before: State, step: Step) -> tuple[Any, ...] | None
             inv = next(v for v in before.invs if v.iid == step[1])
             return ("dlq", *sorted({inv.recs[i].kind for i in inv.call[1]}))
         return None
-    if kind in ("sqs-redrive", "send", "ops-redrive", "ttl-delete"):
+    if kind in ("sqs-redrive", "send", "ops-redrive", "native-move", "ttl-delete"):
+        return (kind,)
+    if kind == "receipt-ttl-delete":
         return (kind,)
     return None
 

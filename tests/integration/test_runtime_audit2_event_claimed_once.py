@@ -149,7 +149,10 @@ def test_a_put_whose_key_is_not_the_declared_derivation_is_poison_naming_the_rul
 def test_the_charges_declare_how_their_ledger_key_derives_from_the_event_id() -> None:
     from handlers.charges import CHARGES, LEDGER_HASH_KEY, LEDGER_RANGE_KEY
 
-    assert CHARGES.effect is not None and CHARGES.effect.key_of_event is not None
+    from idempotent_messaging.runtime import SingleItemEffect
+
+    assert isinstance(CHARGES.effect, SingleItemEffect)
+    assert CHARGES.effect.key_of_event is not None
     derived = CHARGES.effect.derived_key(CHARGES.effect.key_of_event("t1:emp-7:2026-05"))
     assert derived == {LEDGER_HASH_KEY: {"S": "t1"}, LEDGER_RANGE_KEY: {"S": "emp-7#2026-05"}}
 

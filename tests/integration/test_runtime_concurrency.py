@@ -107,6 +107,36 @@ def test_two_concurrent_deliveries_of_one_event_write_one_row(server_world: Aws)
     assert_exactly_once(server_world, expected)
 
 
+def test_two_concurrent_copies_on_the_article_tables_write_one_row(server_world: Aws) -> None:
+    """Issue 36, DomainKeyedCreate: two copies of one event at the same instant race on the
+    claim INSERT; the loser reads the claim (pending, its content) and writes or verifies the
+    row by its key and the event id it records. One row per order, a notification each, and a
+    race is never a conflict."""
+    from tests.integration.test_runtime_world import article_orders
+
+    server_world.rows_by_order = True
+    consumer = article_orders(sleep=lambda _s: None)
+    runtime = server_world.runtime()
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        response: dict[str, Any] = consumer.process(event, context, runtime)
+        return response
+
+    queue = SimQueue()
+    expected = {}
+    for i in range(5):
+        body = order_body(f"race-{i}")
+        expected[f"race-{i}"] = f"order-race-{i}"
+        first, second = record(body), record(body)
+        results = race(handle, [sqs_event(first), sqs_event(second)])
+        for result, rec in zip(results, (first, second), strict=True):
+            if result["batchItemFailures"]:  # SQS would redeliver it
+                queue.send(rec["body"])
+    queue.drain(lambda event: handle(event, FakeContext()))
+    assert server_world.dlq_messages() == []
+    assert_exactly_once(server_world, expected)
+
+
 def test_concurrent_deliveries_apply_an_increment_exactly_once(server_world: Aws) -> None:
     """A non-idempotent business write (ADD) proves the claim, not the Put, dedups."""
 

@@ -20,6 +20,7 @@ from tests.integration.test_runtime_world import (
     Aws,
     FakeContext,
     SimQueue,
+    article_orders,
     assert_exactly_once,
     create_world,
     order_body,
@@ -32,22 +33,29 @@ pytestmark = pytest.mark.integration
 # No real sleeping for app-level conflict backoff (botocore's own backoff still runs).
 CONSUMER = Consumer(writes=order_writes, notification=order_notification, sleep=lambda _s: None)
 CLAIMS_IN_ITEMS = False
+ROWS_BY_ORDER = False
 
 
-@pytest.fixture(params=["separate-claim", "claim-in-item"])
+@pytest.fixture(params=["separate-claim", "claim-in-item", "claim-then-row"])
 def placement(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test for both claim placements: a separate claim item, or the claim in the order
-    row (SingleItemEffect). The helpers below read these module names at call time."""
+    """Run a test for every claim placement: a separate claim item, the claim in the order
+    row (SingleItemEffect), or the claim then the row keyed by order_id (DomainKeyedCreate,
+    the source article's tables). The helpers below read these module names at call time."""
     if request.param == "claim-in-item":
         monkeypatch.setattr(
             sys.modules[__name__], "CONSUMER", single_item_orders(sleep=lambda _s: None)
         )
         monkeypatch.setattr(sys.modules[__name__], "CLAIMS_IN_ITEMS", True)
+    if request.param == "claim-then-row":
+        monkeypatch.setattr(
+            sys.modules[__name__], "CONSUMER", article_orders(sleep=lambda _s: None)
+        )
+        monkeypatch.setattr(sys.modules[__name__], "ROWS_BY_ORDER", True)
     return str(request.param)
 
 
 def new_world() -> Aws:
-    return create_world(claims_in_items=CLAIMS_IN_ITEMS)
+    return create_world(claims_in_items=CLAIMS_IN_ITEMS, rows_by_order=ROWS_BY_ORDER)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from tests.integration.test_runtime_world import (
     Crash,
     FakeContext,
     SimQueue,
+    article_orders,
     assert_exactly_once,
     create_world,
     order_body,
@@ -37,10 +38,13 @@ from tests.integration.test_runtime_world import (
 pytestmark = pytest.mark.integration
 
 CONSUMER = Consumer(writes=order_writes, notification=order_notification, sleep=lambda _s: None)
-# Where the claim lives: a separate claim item, or in the order row (SingleItemEffect).
+# Where the claim lives: a separate claim item, in the order row (SingleItemEffect), or in the
+# state table before the row keyed by order_id (DomainKeyedCreate; on FIFO it takes the separate
+# claim's transaction, so it runs on the standard queue only).
 PLACEMENTS = {
     "separate-claim": (CONSUMER, False),
     "claim-in-item": (single_item_orders(sleep=lambda _s: None), True),
+    "claim-then-row": (article_orders(sleep=lambda _s: None), False),
 }
 QUEUE = [("a1", "a"), ("b1", "b"), ("POISON", "a"), ("a2", "a"), ("b2", "b")]
 EXPECTED = {e: f"order-{e}" for e, _ in QUEUE if e != "POISON"}
@@ -109,7 +113,11 @@ def scenario(
     with mock_aws():
         # AWS: a FIFO source needs a FIFO DLQ; its dedup id (the original messageId) makes a
         # re-quarantine after a crash a no-op within SQS's 5-minute deduplication window.
-        world = create_world(fifo_dlq=fifo, claims_in_items=claims_in_items)
+        world = create_world(
+            fifo_dlq=fifo,
+            claims_in_items=claims_in_items,
+            rows_by_order=placement == "claim-then-row",
+        )
         queue = SimQueue(fifo=fifo)
         acked = acknowledgements(world)
         poison_id = ""
@@ -137,8 +145,16 @@ def scenario(
         return calls
 
 
-@pytest.mark.parametrize("queue", ["fifo", "standard"])
-@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize(
+    ("placement", "queue"),
+    [
+        (placement, queue)
+        for placement in PLACEMENTS
+        for queue in ("fifo", "standard")
+        # FIFO: DomainKeyedCreate commits claim and row in the separate claim's transaction
+        if not (placement == "claim-then-row" and queue == "fifo")
+    ],
+)
 @pytest.mark.parametrize(
     ("publish", "quarantine"), list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
 )

@@ -29,6 +29,9 @@ REGION = "ap-northeast-1"
 STATE_TABLE = "processed_events"
 TENANT_STATE_TABLE = "tenant_state"
 BUSINESS_TABLE = "order_records"
+ARTICLE_TABLE = "article_order_records"
+"""The source article's business table: ``order_records`` keyed by ``order_id``
+(handlers.orders_by_order, DomainKeyedCreate)."""
 TOPIC = "order-notifications"
 DLQ = "orders-dlq"
 
@@ -118,11 +121,18 @@ class Aws:
     """Share of injected faults that moto applies before the client sees the 5xx."""
     claims_in_items: bool = False
     """The consumer under test declares SingleItemEffect: its claims live in the order rows."""
+    rows_by_order: bool = False
+    """The consumer under test declares DomainKeyedCreate: its rows are ``ARTICLE_TABLE``'s,
+    keyed by ``order_id``, its claims in the state table."""
+
+    @property
+    def business_table(self) -> str:
+        return ARTICLE_TABLE if self.rows_by_order else BUSINESS_TABLE
 
     def settings(self, **overrides: Any) -> Settings:
         values: dict[str, Any] = {
             "state_table": STATE_TABLE,
-            "business_table": BUSINESS_TABLE,
+            "business_table": self.business_table,
             "topic_arn": self.topic_arn,
             "dlq_url": self.dlq_url,
             "remaining_time_guard_ms": 1_000,
@@ -136,7 +146,7 @@ class Aws:
     def env(self, **overrides: str) -> dict[str, str]:
         values = {
             env.STATE_TABLE: STATE_TABLE,
-            env.BUSINESS_TABLE: BUSINESS_TABLE,
+            env.BUSINESS_TABLE: self.business_table,
             env.NOTIFICATION_TOPIC_ARN: self.topic_arn,
             env.DLQ_URL: self.dlq_url,
             env.REMAINING_TIME_GUARD_MS: "1000",
@@ -196,7 +206,7 @@ class Aws:
 
     # --- observation ---------------------------------------------------------------------------
     def order_rows(self) -> list[dict[str, Any]]:
-        return _scan(self.dynamodb, BUSINESS_TABLE)
+        return _scan(self.dynamodb, self.business_table)
 
     def receipts(self, table: str = STATE_TABLE) -> dict[str, frozenset[str]]:
         """The publication receipts of the state table: {receipt id: entries listed}."""
@@ -324,7 +334,11 @@ _BOTOCORE = botocore.session.get_session()
 
 
 def create_world(
-    endpoint_url: str | None = None, *, fifo_dlq: bool = False, claims_in_items: bool = False
+    endpoint_url: str | None = None,
+    *,
+    fifo_dlq: bool = False,
+    claims_in_items: bool = False,
+    rows_by_order: bool = False,
 ) -> Aws:
     """Tables, topic, DLQ and a queue subscribed to the topic, named as the stack names them."""
     session = boto3.session.Session(botocore_session=_BOTOCORE, region_name=REGION)
@@ -359,6 +373,12 @@ def create_world(
         AttributeDefinitions=[{"AttributeName": ORDER_KEY, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+    dynamodb.create_table(
+        TableName=ARTICLE_TABLE,
+        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
     topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
     dlq_attrs = {"FifoQueue": "true"} if fifo_dlq else {}
     dlq_url = sqs.create_queue(QueueName=DLQ + (".fifo" if fifo_dlq else ""), Attributes=dlq_attrs)[
@@ -376,6 +396,7 @@ def create_world(
     )
     world = Aws(dynamodb, sns, sqs, topic_arn, dlq_url, notifications_url)
     world.claims_in_items = claims_in_items
+    world.rows_by_order = rows_by_order
     for client in (dynamodb, sns, sqs):
         world.instrument(client)
     world.reset_counts()
@@ -482,6 +503,22 @@ def single_item_orders(**options: Any) -> Any:
     )
 
 
+def article_orders(**options: Any) -> Any:
+    """The orders contract on the source article's tables (handlers.orders_by_order): rows
+    keyed by ``order_id``, DomainKeyedCreate (the claim in the state table, then the row)."""
+    from handlers.orders_by_order import ORDERS_BY_ORDER
+    from idempotent_messaging.runtime import Consumer
+
+    return Consumer(
+        writes=ORDERS_BY_ORDER.writes,
+        notification=ORDERS_BY_ORDER.notification,
+        namespace="order",
+        requires_business_table=True,
+        effect=ORDERS_BY_ORDER.effect,
+        **options,
+    )
+
+
 def orders_handler() -> Any:
     """The reference orders consumer's Lambda handler (the claim in its business row)."""
     from handlers import orders
@@ -520,8 +557,14 @@ def put_legacy_row(world: Aws, event_id: str, order_id: str = "legacy") -> None:
 
 
 def event_rows(world: Aws) -> dict[str, dict[str, Any]]:
-    """The order rows written by the consumer (legacy rows left out), by event id."""
-    return {row[ORDER_KEY]["S"]: row for row in world.order_rows() if "source_event_id" in row}
+    """The order rows written by the consumer (legacy rows left out), by the event that wrote
+    them; two rows of one event (a second effect) fail here."""
+    rows = [row for row in world.order_rows() if "source_event_id" in row]
+    by_event = {row["source_event_id"]["S"]: row for row in rows}
+    assert len(by_event) == len(rows), f"an event wrote two rows: {rows}"
+    if world.rows_by_order:  # the event each row records is the one that wrote it
+        assert all(r[env.ROW_EVENT_ID] == r["source_event_id"] for r in rows), rows
+    return by_event
 
 
 def assert_exactly_once(world: Aws, event_to_order: dict[str, str]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 
 from idempotent_messaging.ops.owed import ReceiptsUnknown, read_receipts, receipt_of
 from idempotent_messaging.runtime import env as runtime_env
-from idempotent_messaging.runtime.claims import published_status
+from idempotent_messaging.runtime.claims import SingleItemEffect, published_status
 
 RECEIVE_MAX = 10
 # How long peeked / in-transit messages stay hidden from other readers while we hold them.
@@ -646,7 +646,10 @@ def _claim_key(
 ) -> dict[str, Any]:
     """The key of the event's claim in ``table``: derived from the event id by the consumer's
     ``SingleItemEffect``, else the state-table layout the table's schema shows."""
-    if consumer is not None and consumer.effect is not None:
+    # SingleItemEffect: the claim is in the business item the event id derives; any other
+    # declaration (DomainKeyedCreate, none) keeps it in the state table.
+    if consumer is not None and isinstance(consumer.effect, SingleItemEffect):
+        assert consumer.effect.key_of_event is not None  # SingleItemEffect requires it
         derived = consumer.effect.key_of_event(event_id)
         key: dict[str, Any] = consumer.effect.derived_key(derived)
         return key

@@ -28,7 +28,9 @@ Public API (stable; see docs/runtime.md for the full contract)::
         effect=SingleItemEffect.keyed_by_event_id("event_id"),  # optional: the effect is
                                             # ONE item whose key derives from the event id
                                             # (or SingleItemEffect(key=(...), key_of_event=f));
-                                            # the claim lives in it
+                                            # the claim lives in it; or
+                                            # DomainKeyedCreate(key=("order_id",)): ONE create
+                                            # keyed by a business key, claim then row
         event_time=EventTimeFromBody("occurred_at"),  # optional: the event's own time
     )
 
@@ -43,7 +45,7 @@ explicitly (tests). One message's path, module by module, is drawn in docs/runti
 
 from __future__ import annotations
 
-from idempotent_messaging.runtime.claims import KeyIsEventId, SingleItemEffect
+from idempotent_messaging.runtime.claims import DomainKeyedCreate, KeyIsEventId, SingleItemEffect
 from idempotent_messaging.runtime.consumer import (
     Consumer,
     EventIdFromAttribute,
@@ -69,6 +71,7 @@ from idempotent_messaging.runtime.settings import Runtime, Settings
 __all__ = [
     "ConfigurationError",
     "Consumer",
+    "DomainKeyedCreate",
     "EventIdFromAttribute",
     "EventIdFromBody",
     "EventIdFromContentHash",

@@ -40,6 +40,7 @@ from idempotent_messaging.runtime.claims import (
     TRANSACT_MAX_ITEMS,
     Claim,
     ClaimPlacement,
+    ClaimThenRow,
     Conflict,
     StateKey,
     StatusWrite,
@@ -48,6 +49,7 @@ from idempotent_messaging.runtime.claims import (
     describe_item,
     insert_chunks,
     receipt_size,
+    row_key_text,
 )
 from idempotent_messaging.runtime.clients import MAX_ATTEMPTS, transaction_backoff
 from idempotent_messaging.runtime.errors import (
@@ -106,6 +108,8 @@ class Stage(enum.Enum):
     POISON = "poison"
     NEED_READ = "need_read"
     NEED_RECEIPT = "need_receipt"
+    NEED_ROW = "need_row"
+    NEED_ROW_READ = "need_row_read"
     NEED_PUBLISH = "need_publish"
     NEED_STATUS = "need_status"
     DONE = "done"
@@ -145,6 +149,9 @@ class RecordState:
     """The earliest time known of this event (epoch ms): the carried first-seen attribute,
     SQS's SentTimestamp of this copy, the producer's event time."""
     first_seen_from: str = ""
+    release_claim: bool = False
+    """``ClaimThenRow``: its row could not be written (another event's row, or refused), so
+    its claim is released (``BatchRun._release_claims``)."""
     beyond_horizon: str | None = None
     """Why this copy is older than its claim is known to live (``BatchRun._beyond_horizon``):
     its claim is read, never written; present, the copy is a duplicate; absent, it is refused
@@ -258,6 +265,9 @@ class BatchRun:
             self._commit_all()
             self._read_statuses()
             self._read_receipts()
+            self._write_rows()
+            self._read_rows()
+            self._release_claims()
             self._publish()
             self._write_statuses()
             self._resolve_shadows()
@@ -469,7 +479,8 @@ class BatchRun:
             retry = []
             for rec, answer in zip(todo, answers, strict=True):
                 if answer.code is None:
-                    self._committed(rec)
+                    assert rec.claim is not None
+                    self._committed(rec, row_pending=rec.claim.row is not None)
                     continue
                 failure_class = classify_statement(answer.code)
                 if failure_class is FailureClass.DUPLICATE:
@@ -491,10 +502,21 @@ class BatchRun:
                 self.sleep(transaction_backoff(attempt))
             todo = retry
 
-    def _committed(self, rec: RecordState) -> None:
+    def _committed(self, rec: RecordState, *, row_pending: bool = False) -> None:
+        """The claim (and, unless ``row_pending``, the effect) committed."""
+        if row_pending:  # ClaimThenRow: the claim is this copy's; its row comes next
+            rec.stage = Stage.NEED_ROW
+            return
         rec.stage = Stage.NEED_PUBLISH if rec.notification else Stage.DONE
         if rec.stage is Stage.DONE:
             rec.finish(Outcome.PROCESSED)
+
+    def _to_publish(self, rec: RecordState) -> None:
+        """A ``pending`` claim whose notification may be owed (unlisted by its receipt, or
+        none): publish. A claim whose row is written after it (``ClaimThenRow`` on a standard
+        queue: a death may have come between) first completes or verifies its row."""
+        row = rec.claim is not None and rec.claim.row is not None and not self.fifo
+        rec.stage = Stage.NEED_ROW if row else Stage.NEED_PUBLISH
 
     def _commit(self, todo: list[RecordState]) -> None:
         """ONE TransactWriteItems of the records' claims and writes, resubmitted smaller after
@@ -631,7 +653,7 @@ class BatchRun:
             rec.stage = Stage.NEED_RECEIPT
         elif status == env.STATUS_PENDING:
             # The earlier delivery died between commit and publish: publish, then mark sent.
-            rec.stage = Stage.NEED_PUBLISH
+            self._to_publish(rec)
         else:
             rec.fail(FailureClass.TRANSIENT, f"claim has unexpected status {status!r}")
 
@@ -743,7 +765,7 @@ class BatchRun:
             if rec.receipt_entry in listed.get(rec.found_receipt or "", frozenset()):
                 rec.finish(Outcome.DUPLICATE_SKIPPED)
             else:
-                rec.stage = Stage.NEED_PUBLISH
+                self._to_publish(rec)
             return False
 
         self._read_rounds(
@@ -754,6 +776,126 @@ class BatchRun:
             ),
             settle,
         )
+
+    # --- stage 3b: the rows of claims kept apart from them (ClaimThenRow) ---------------------
+    def _write_rows(self) -> None:
+        """The business rows of the records whose claim is known to be their own: ONE
+        BatchExecuteStatement of INSERTs per <= 25 rows, never two on one row key in a call (two
+        events for one row: the later meets the first's row in a later call). Standard queues
+        only (``_to_publish``, ``_commit_all``): on FIFO the row commits with its claim."""
+        for chunk in _row_chunks(self._live(Stage.NEED_ROW)):
+            self._insert_rows(chunk)
+
+    @property
+    def _rows(self) -> ClaimThenRow:
+        """The placement that writes rows apart from claims (only its records need a row)."""
+        assert isinstance(self.claims, ClaimThenRow)
+        return self.claims
+
+    def _insert_rows(self, todo: list[RecordState]) -> None:
+        """ONE BatchExecuteStatement of row INSERTs; a refused row (its key exists) is read
+        (``_read_rows``), a throttled statement retried alone (as ``_insert``)."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not todo or not self._time_ok(todo):
+                return
+            statements = [_row_of(rec) for rec in todo]
+            try:
+                answers = self._rows.insert_rows(statements)
+            except (ClientError, BotoCoreError) as exc:
+                failure_class = classify_exception(exc)
+                if failure_class is FailureClass.PERMANENT and len(todo) > 1:
+                    for rec in todo:  # not attributable to one row: one call each
+                        self._insert_rows([rec])
+                    return
+                for rec in todo:
+                    if failure_class is FailureClass.PERMANENT:
+                        rec.poison(
+                            PoisonKind.SCHEMA,
+                            f"business row was refused: {short_error(exc)}; nothing of it was "
+                            "written (its claim is released)",
+                        )
+                        rec.release_claim = True
+                    else:
+                        rec.fail(failure_class, f"row write failed: {short_error(exc)}")
+                return
+            retry = []
+            for rec, answer in zip(todo, answers, strict=True):
+                verdict = classify_statement(answer.code) if answer.code else None
+                if answer.code is None:
+                    self._row_written(rec)
+                elif verdict is FailureClass.DUPLICATE:
+                    rec.stage = Stage.NEED_ROW_READ  # whose row is it?
+                elif verdict is FailureClass.PERMANENT:
+                    rec.poison(
+                        PoisonKind.SCHEMA,
+                        f"business row was refused: {answer.code}: {answer.message}; nothing of "
+                        "it was written (its claim is released)",
+                    )
+                    rec.release_claim = True
+                elif answer.code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                    rec.attempts = max(rec.attempts, attempt + 1)
+                    retry.append(rec)
+                else:
+                    rec.fail(FailureClass.TRANSIENT, f"row write failed: {answer.code}")
+            if retry:
+                self.sleep(transaction_backoff(attempt))
+            todo = retry
+
+    def _row_written(self, rec: RecordState) -> None:
+        """The row holds this event's effect (written now, or verified by the event id it
+        records): publish, or done when the consumer notifies nothing."""
+        rec.stage = Stage.NEED_PUBLISH if rec.notification else Stage.DONE
+        if rec.stage is Stage.DONE:
+            rec.finish(Outcome.REPUBLISHED if rec.duplicate else Outcome.PROCESSED)
+
+    def _read_rows(self) -> None:
+        """The rows whose INSERT was refused: ONE consistent BatchGetItem (in rounds, as the
+        status read). The row records this event -> its effect is applied (a copy that died
+        between row and publish wrote it); another event, or none -> a business conflict:
+        ``semantic`` poison, this event's write NOT applied; gone -> failed for redelivery."""
+        todo = self._hold_back(self._live(Stage.NEED_ROW_READ))
+        for start in range(0, len(todo), BATCH_GET_MAX_KEYS):
+            self._read_rounds(
+                todo[start : start + BATCH_GET_MAX_KEYS],
+                "row",
+                lambda recs: self._rows.read_rows([_row_key(r) for r in recs]),
+                self._settle_row,
+            )
+
+    def _settle_row(self, rec: RecordState, answer: tuple[Any, ...]) -> bool:
+        found, unprocessed = answer
+        text = row_key_text(_row_key(rec))
+        if text in unprocessed:
+            return True
+        recorded = found.get(text)
+        if recorded is None:
+            rec.fail(FailureClass.TRANSIENT, "row vanished after its key was refused")
+        elif recorded == rec.event_id:
+            self._row_written(rec)
+        else:
+            rec.poison(
+                PoisonKind.SEMANTIC,
+                f"the business row {sorted(_row_key(rec))} already holds another event's effect "
+                "(ConditionalCheckFailed); this event's write was NOT applied (its claim is "
+                "released)",
+            )
+            rec.release_claim = True
+        return False
+
+    def _release_claims(self) -> None:
+        """The claims of the records whose row could not be written: released (one DeleteItem
+        each, conditional; rare), so that nothing says their write was applied. A failure is
+        logged: the record goes to the DLQ with its reason either way."""
+        for rec in self.records:
+            if not rec.release_claim or rec.key is None:
+                continue
+            try:
+                self._rows.release(rec.key)
+            except (ClientError, BotoCoreError) as exc:
+                logger.warning(
+                    "could not release the claim of an event whose row was refused",
+                    extra={"event_id": rec.event_id, "error": short_error(exc)},
+                )
 
     # --- stage 4: notifications --------------------------------------------------------------
     def _publish(self) -> None:
@@ -1011,6 +1153,35 @@ def _epoch_ms(value: Any) -> int | None:
 def _insert_of(rec: RecordState) -> dict[str, Any]:
     assert rec.claim is not None and rec.claim.insert is not None
     return rec.claim.insert
+
+
+def _row_chunks(recs: Sequence[RecordState]) -> list[list[RecordState]]:
+    """<= 25 row INSERTs per call, never two on one row key in a call (the later waits for a
+    later call, where it meets the first's row). Standard queues only: on FIFO the row commits
+    with its claim in the transaction."""
+    chunks: list[list[RecordState]] = []
+    keys: list[set[str]] = []
+    for rec in recs:
+        key = row_key_text(_row_key(rec))
+        for chunk, seen in zip(chunks, keys, strict=True):
+            if len(chunk) < PARTIQL_BATCH_MAX_STATEMENTS and key not in seen:
+                chunk.append(rec)
+                seen.add(key)
+                break
+        else:
+            chunks.append([rec])
+            keys.append({key})
+    return chunks
+
+
+def _row_of(rec: RecordState) -> dict[str, Any]:
+    assert rec.claim is not None and rec.claim.row is not None
+    return rec.claim.row
+
+
+def _row_key(rec: RecordState) -> dict[str, Any]:
+    assert rec.claim is not None and rec.claim.row_key is not None
+    return rec.claim.row_key
 
 
 def _quarantine_failed(rec: RecordState, error: str) -> None:

@@ -9,6 +9,10 @@
   adds no condition of its own to the declared effect (``SingleItemEffect.creates``), the
   claim needs no transaction: on a standard queue it is a PartiQL INSERT (``Claim.insert``),
   1 write unit, and a duplicate refuses its statement alone (``DuplicateItem``).
+* ``effect=DomainKeyedCreate(key=...)``: ``ClaimThenRow``. The effect is ONE create of a row
+  keyed by a business key from the message (``order_id``); the claim stays a state-table item
+  and, on a standard queue, the row (recording the event id) is an INSERT written after the
+  claim is known to be this copy's (``Claim.row``): 1 + 1 write units, no transaction.
 
 ``placement`` is the one place that chooses. Both placements answer the same calls, one
 method per DynamoDB call (the batch decides chunking, retries and failure classes):
@@ -289,6 +293,83 @@ class SingleItemEffect:
             )
 
 
+@dataclass(frozen=True)
+class DomainKeyedCreate:
+    """A consumer's declaration: "my business effect is ONE conditional create of one item of
+    ``BUSINESS_TABLE`` keyed by a business key taken from the message" (the source article's
+    ``order_records`` keyed by ``order_id``; the README's shipments keyed by shipment id).
+
+    The claim cannot live in such an item (the event id does not decide which item it is: the
+    same event id re-sent with another ``order_id`` would name another item), so it stays a
+    state-table item keyed by the event (``ClaimThenRow``), and the two writes need no
+    transaction on a standard queue: first the claims (ONE BatchExecuteStatement of PartiQL
+    INSERTs into the state table, 1 write unit each), then the rows of the events claimed (ONE
+    BatchExecuteStatement of INSERTs into the business table, each row recording the event id
+    in ``env.ROW_EVENT_ID``, 1 write unit each). A row is written only for a copy whose claim is
+    known to be its own (its INSERT succeeded, or the claim read back holds its content
+    fingerprint): a re-sent event id with other content is a ``conflicting_duplicate`` before
+    any row is written. A redelivery finds the claim and completes the row (a death between
+    the two) or verifies it: the existing row records this event -> done; another event ->
+    a business conflict (``semantic``, to the DLQ with its reason). The row's own condition
+    (its key absent) keeps one row per business key whatever happens between the writes.
+
+    ``writes`` returns exactly one ``Put`` on ``BUSINESS_TABLE`` holding ``key``, with no
+    condition or exactly the create guard (``attribute_not_exists`` over the key, or one of
+    its attributes), no expression values, and not setting ``env.ROW_EVENT_ID``; anything else
+    is ``schema`` poison naming the rule. On a FIFO queue claim and row commit in one
+    transaction (statements succeed one by one, which would break group order).
+    """
+
+    key: tuple[str, ...]
+    """The business table's key attribute names (partition key, then sort key if any)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.key) <= 2 or not all(isinstance(k, str) and k for k in self.key):
+            raise ValueError(
+                f"DomainKeyedCreate(key={self.key!r}): name the business table's partition key "
+                "and, if it has one, its sort key"
+            )
+        if env.ROW_EVENT_ID in self.key:
+            raise ValueError(
+                f"DomainKeyedCreate(key={self.key!r}): {env.ROW_EVENT_ID!r} is the runtime's "
+                "(the event id the row records)"
+            )
+
+    @property
+    def new_item_conditions(self) -> frozenset[str]:
+        """The conditions that say "create": over the whole key, or one of its attributes."""
+        whole = " AND ".join(f"attribute_not_exists({name})" for name in self.key)
+        return frozenset({whole, *(f"attribute_not_exists({k})" for k in self.key)})
+
+    def check(self, items: Sequence[TransactItem], business_table: str | None) -> None:
+        """SchemaError unless ``items`` is exactly one create Put on ``business_table``."""
+        if len(items) != 1 or "Put" not in items[0]:
+            raise SchemaError(
+                f"writes() returned {len(items)} items; a DomainKeyedCreate consumer returns "
+                "one Put"
+            )
+        put = items[0]["Put"]
+        if put.get("TableName") != business_table:
+            raise SchemaError(
+                "writes() Put of a DomainKeyedCreate consumer must target BUSINESS_TABLE"
+            )
+        item = put.get("Item") or {}
+        missing = [name for name in self.key if name not in item]
+        if missing:
+            raise SchemaError(f"writes() Put lacks the key attributes {missing}")
+        if env.ROW_EVENT_ID in item:
+            raise SchemaError(f"writes() Put sets the runtime's attribute {env.ROW_EVENT_ID!r}")
+        condition = put.get("ConditionExpression")
+        if put.get("ExpressionAttributeValues") or (
+            condition and condition not in self.new_item_conditions
+        ):
+            raise SchemaError(
+                "writes() Put of a DomainKeyedCreate consumer must be a create (no condition, "
+                f"or {' or '.join(sorted(self.new_item_conditions))}); declare no effect for "
+                "other conditions (the claim then commits with them in a transaction)"
+            )
+
+
 # --- what a placement builds and answers --------------------------------------------------------
 @dataclass(frozen=True)
 class Claim:
@@ -302,6 +383,11 @@ class Claim:
     insert: dict[str, Any] | None = None
     """The same write as one PartiQL INSERT statement, when that is equivalent (a single-item
     create); None: the claim needs the transaction."""
+    row: dict[str, Any] | None = None
+    """``ClaimThenRow``: the business row's PartiQL INSERT, written once the claim is known
+    to be this copy's (None for every other placement)."""
+    row_key: dict[str, Any] | None = None
+    """``ClaimThenRow``: the row's key (low-level values)."""
 
 
 @dataclass(frozen=True)
@@ -952,11 +1038,158 @@ class ItemClaims(_Placement):
         return "\x00".join(str(item.get(name)) for name in self._key_names)
 
 
-ClaimPlacement = StateTableClaims | ItemClaims
+class ClaimThenRow(StateTableClaims):
+    """``DomainKeyedCreate``: the claim is a state-table item (as ``StateTableClaims``: TTL,
+    dedup horizon, receipts, ``sent`` marking, owed notifications), the effect ONE business row
+    keyed by a business key, recording the event id (``env.ROW_EVENT_ID``).
+
+    Standard queue: the claim is a PartiQL INSERT into the state table (``Claim.insert``), the
+    row a PartiQL INSERT into the business table (``Claim.row``) written only after the claim
+    is known to be this copy's; 1 + 1 write units. FIFO: claim Put + row Put in the batch's
+    transaction (``Claim.items``). IAM: ``env.DOMAIN_KEYED_STATE_TABLE_ACTIONS`` /
+    ``env.DOMAIN_KEYED_BUSINESS_TABLE_ACTIONS``.
+    """
+
+    def __init__(self, client: Any, settings: Settings, effect: DomainKeyedCreate) -> None:
+        assert settings.business_table  # Consumer.check requires it
+        super().__init__(client, settings)
+        self._business_table = settings.business_table
+        self._effect = effect
+
+    def claim(
+        self,
+        *,
+        key: StateKey,
+        event_id: str,
+        message_id: str,
+        items: list[TransactItem],
+        status: str,
+        now: int,
+        receipt: str | None = None,
+    ) -> Claim:
+        """The state-table claim (a Put, and the same write as a PartiQL INSERT) and the
+        business row recording the event id (a Put for the FIFO transaction, and an INSERT)."""
+        state = super().claim(
+            key=key,
+            event_id=event_id,
+            message_id=message_id,
+            items=[],
+            status=status,
+            now=now,
+            receipt=receipt,
+        )
+        claim_item = state.put["Put"]["Item"]
+        own = items[0]["Put"]
+        row = dict(own["Item"])
+        row[env.ROW_EVENT_ID] = {"S": event_id}
+        names = {f"#row_key{n}": name for n, name in enumerate(self._effect.key)}
+        row_put = {
+            "Put": {
+                "TableName": self._business_table,
+                "Item": row,
+                "ConditionExpression": " AND ".join(
+                    f"attribute_not_exists({alias})" for alias in names
+                ),
+                "ExpressionAttributeNames": names,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        return Claim(
+            key=state.key,
+            put=state.put,
+            items=[row_put],
+            insert={
+                **_insert_statement(self._table, claim_item),
+                # Used when DynamoDB carries the existing claim with the refusal; else one read.
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            },
+            row=_insert_statement(self._business_table, row),
+            row_key={name: row[name] for name in self._effect.key},
+        )
+
+    def release(self, key: StateKey) -> None:
+        """Delete a claim whose row could not be written (another event's row holds its key, or
+        DynamoDB refused the row): nothing of this event was applied, so nothing may claim it
+        (``ops explain`` would say its write was applied and a notification owed). Only while
+        it is ``pending`` with this copy's content fingerprint: a claim another copy of other
+        content made, or one published since, is left alone (ConditionalCheckFailed). Rare
+        path, one DeleteItem per record (``dynamodb:DeleteItem`` on the state table)."""
+        names = {"#s": "status"}
+        values: dict[str, Any] = {":pending": {"S": env.STATUS_PENDING}}
+        condition = "#s = :pending"
+        if key.fingerprint:
+            names["#f"] = env.STATE_CLAIM_FINGERPRINT
+            values[":f"] = {"S": key.fingerprint}
+            condition += " AND #f = :f"
+        self._client.delete_item(
+            TableName=self._table,
+            Key=key.key,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def insert_rows(self, statements: Sequence[Mapping[str, Any]]) -> list[StatementAnswer]:
+        """ONE BatchExecuteStatement of rows' INSERTs (``Claim.row``, <= 25, one per row key)."""
+        return self._execute([dict(s) for s in statements])
+
+    def read_rows(
+        self, keys: Sequence[Mapping[str, Any]]
+    ) -> tuple[dict[str, str | None], set[str]]:
+        """One consistent BatchGetItem of rows whose INSERT was refused: ``({row key text:
+        the event id the row records, "" for a row recording none}, unprocessed key texts)``;
+        an absent row is absent from the answer. Each key once (BatchGetItem refuses a key
+        listed twice)."""
+        unique = {row_key_text(k): dict(k) for k in keys}
+        names = {f"#k{n}": name for n, name in enumerate(self._effect.key)}
+        names["#e"] = env.ROW_EVENT_ID
+        response = self._client.batch_get_item(
+            RequestItems={
+                self._business_table: {
+                    "Keys": list(unique.values()),
+                    "ConsistentRead": True,
+                    "ProjectionExpression": ", ".join(names),
+                    "ExpressionAttributeNames": names,
+                }
+            }
+        )
+        found: dict[str, str | None] = {}
+        for item in response.get("Responses", {}).get(self._business_table, []):
+            key = {name: item[name] for name in self._effect.key if name in item}
+            found[row_key_text(key)] = str(item.get(env.ROW_EVENT_ID, {}).get("S", ""))
+        unprocessed = {
+            row_key_text(k)
+            for k in response.get("UnprocessedKeys", {})
+            .get(self._business_table, {})
+            .get("Keys", [])
+        }
+        return found, unprocessed
 
 
-def placement(effect: SingleItemEffect | None, client: Any, settings: Settings) -> ClaimPlacement:
+def row_key_text(key: Mapping[str, Any]) -> str:
+    """A row key as comparable text (the same key in any attribute order)."""
+    return json.dumps(key, sort_keys=True)
+
+
+def _insert_statement(table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+    """``INSERT INTO "<table>" VALUE {'<attribute>': ?, ...}``, every value a parameter;
+    DynamoDB refuses it with DuplicateItem when the key exists ("PartiQL insert statements")."""
+    fields = ", ".join(f"{_partiql_name(name)}: ?" for name in item)
+    return {
+        "Statement": f'INSERT INTO "{table}" VALUE {{{fields}}}',
+        "Parameters": list(item.values()),
+    }
+
+
+ClaimPlacement = StateTableClaims | ItemClaims | ClaimThenRow
+
+
+def placement(
+    effect: SingleItemEffect | DomainKeyedCreate | None, client: Any, settings: Settings
+) -> ClaimPlacement:
     """THE seam: the consumer's declared effect chooses where its claims live."""
     if effect is None:
         return StateTableClaims(client, settings)
+    if isinstance(effect, DomainKeyedCreate):
+        return ClaimThenRow(client, settings, effect)
     return ItemClaims(client, settings, effect)

@@ -28,6 +28,7 @@ from idempotent_messaging.runtime.batch import BatchRun, DecodedMessage
 from idempotent_messaging.runtime.claims import (
     ALLOWED_ITEM_KINDS,
     TRANSACT_MAX_ITEMS,
+    DomainKeyedCreate,
     SingleItemEffect,
     TransactItem,
     placement,
@@ -458,7 +459,11 @@ class Consumer:
             ``SingleItemEffect.keyed_by_event_id(attribute)``) declares that the business
             effect is ONE item of ``BUSINESS_TABLE`` whose key derives from the event id: the
             claim then lives in that item (``claims.ItemClaims``); a Put with another key is
-            refused per record. Omitted: a separate claim item in the state table
+            refused per record. ``DomainKeyedCreate(key=("order_id",))`` declares that it is
+            ONE create of an item keyed by a business key from the message: the claim stays in
+            the state table and the row, recording the event id, is written after it without
+            a transaction on a standard queue (``claims.ClaimThenRow``). Omitted: a separate
+            claim item in the state table committed with the writes in a transaction
             (``claims.StateTableClaims``), for effects of any shape and keys of its own.
         event_time: ``EventTimeFromBody(path)`` / ``EventTimeFromAttribute(name)`` when the
             contract carries the event's own time: a copy older than the claim's life (a
@@ -482,7 +487,7 @@ class Consumer:
         tenant: TenantFn | None = None,
         requires_business_table: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        effect: SingleItemEffect | None = None,
+        effect: SingleItemEffect | DomainKeyedCreate | None = None,
         event_time: EventTimeSource | None = None,
         fingerprint: Fingerprint | None = None,
         clock: Callable[[], float] = time.time,
@@ -624,7 +629,9 @@ class Consumer:
                     f"writes() item {position} is not one of {sorted(ALLOWED_ITEM_KINDS)}"
                 )
             check_transact_item(position, item)
-        if self.effect is not None:
+        if isinstance(self.effect, DomainKeyedCreate):
+            self.effect.check(items, settings.business_table)
+        elif self.effect is not None:
             assert self.effect.key_of_event is not None  # SingleItemEffect requires it
             derived = _plugin_call(self.effect.key_of_event, "key_of_event", event_id)
             self.effect.check(items, settings.business_table, self.effect.derived_key(derived))

@@ -94,6 +94,12 @@ ITEM_CLAIM_ATTRIBUTES = (
     ITEM_CLAIM_RECEIPT,
 )
 
+# --- A domain-keyed row (DomainKeyedCreate): the event id the row records ----------------------
+# The claim is a state-table item keyed by the event; the business row, keyed by the consumer's
+# own business key (order_id), records the event that created it, so a redelivery tells its own
+# row (written before a crash) from another event's (a business conflict).
+ROW_EVENT_ID = "applied_event_id"
+
 # --- Publication receipts (claims.Receipts), in the component's STATE table -------------------
 # A fresh claim is written `pending` and names its batch's receipt (`receipt` on a state-table
 # claim, `claim_receipt` in a business item). After the publish ONE item per batch (per
@@ -121,6 +127,11 @@ STATE_TABLE_ACTIONS = (
     "dynamodb:UpdateItem",
     "dynamodb:BatchGetItem",
     "dynamodb:PartiQLUpdate",
+    # The claim INSERT of a consumer declaring DomainKeyedCreate (standard queue), and the
+    # release of its claim when its row is refused; granted to every consumer until grants are
+    # derived per consumer (DOMAIN_KEYED_STATE_TABLE_ACTIONS).
+    "dynamodb:PartiQLInsert",
+    "dynamodb:DeleteItem",
 )
 # Business table: a consumer's writes are the transaction items its contract allows
 # (Put, Update, ConditionCheck, Delete). A consumer declaring SingleItemEffect keeps its claim
@@ -136,4 +147,24 @@ BUSINESS_TABLE_ACTIONS = (
     "dynamodb:BatchGetItem",
     "dynamodb:PartiQLInsert",
     "dynamodb:PartiQLUpdate",
+)
+# A consumer declaring DomainKeyedCreate (claims.ClaimThenRow): its claims are state-table items
+# written as PartiQL INSERTs (standard queue) or Puts in the FIFO transaction, read with a
+# consistent BatchGetItem, marked `sent` with a PartiQL UPDATE, an owed notification kept with an
+# UpdateItem, the batch's receipt a PutItem, a claim whose row was refused released with a
+# conditional DeleteItem; its business rows are PartiQL INSERTs (standard queue) or Puts in the
+# FIFO transaction, and a refused row is read with a consistent BatchGetItem. Nothing else on
+# either table.
+DOMAIN_KEYED_STATE_TABLE_ACTIONS = (
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PartiQLUpdate",
+)
+DOMAIN_KEYED_BUSINESS_TABLE_ACTIONS = (
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PutItem",
+    "dynamodb:BatchGetItem",
 )

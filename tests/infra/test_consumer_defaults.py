@@ -351,3 +351,19 @@ def test_without_aws_region_the_layer_follows_the_queue_arn(
         "AWSLambdaPowertoolsPythonV3-python312-arm64:27"
     )
     assert fn.inputs["layers"] == [expected]
+
+
+def test_the_state_table_says_a_receipt_records_publication(default_run: Run) -> None:
+    """Issue 36: a team reading the source article's ``status`` (pending = not yet published)
+    is told on the table itself, at no write cost (a tag), that a pending claim its receipt
+    lists was published. DynamoDB tag values: <= 256 characters of letters, digits, spaces and
+    + - = . _ : / ("Tagging restrictions")."""
+    import re
+
+    from idempotent_messaging.components.tables import STATUS_NOTE, STATUS_NOTE_TAG
+
+    table = default_run.one("aws:dynamodb/table:Table", "orders-state")
+    assert table.inputs["tags"][STATUS_NOTE_TAG] == STATUS_NOTE
+    assert len(STATUS_NOTE) <= 256
+    assert re.fullmatch(r"[\w\s+\-=.:/]*", STATUS_NOTE)
+    assert "receipt" in STATUS_NOTE and "pending" in STATUS_NOTE.lower()

@@ -90,7 +90,10 @@ def create_state_table(
     tags: Mapping[str, str] | None = None,
     parent: pulumi.Resource,
 ) -> aws.dynamodb.Table:
-    """The claim table, tagged so the policy pack recognises it as idempotency state."""
+    """The claim table, tagged so the policy pack recognises it as idempotency state, and with
+    ``STATUS_NOTE_TAG``: a team reading the source article's ``status`` (``pending`` = not yet
+    published) finds, on the table itself and at no write cost, that a receipt now records
+    publication."""
     return create_table(
         resource_name,
         table_name=table_name,
@@ -99,6 +102,15 @@ def create_state_table(
         protect_data=protect_data,
         ttl_attribute=ttl_attribute,
         kms_key_arn=kms_key_arn,
-        tags=tags,
+        tags={**(tags or {}), STATUS_NOTE_TAG: STATUS_NOTE},
         parent=parent,
     )
+
+
+STATUS_NOTE_TAG = "idempotent-messaging:status"
+STATUS_NOTE = (
+    "A claim stays pending once published: the receipt item named by its receipt attribute then "
+    "lists it. Pending and not listed = notification owed. docs/runtime.md: Publication receipts"
+)
+"""A tag value: at most 256 characters, letters, digits, spaces and + - = . _ : / only
+(DynamoDB Developer Guide, "Tagging restrictions"); the tag costs no write."""

@@ -44,6 +44,7 @@ import botocore
 import pytest
 from moto import mock_aws
 
+from handlers import orders_by_order
 from handlers.orders import ORDERS, order_notification
 from idempotent_messaging.ops import dlq as ops_dlq
 from idempotent_messaging.runtime import (
@@ -74,6 +75,7 @@ pytestmark = pytest.mark.integration
 STATE_TABLE = "processed_events"
 ORDERS_TABLE = "order_records"
 EFFECTS_TABLE = "effects"
+ARTICLE_TABLE = "article_order_records"  # the source article's: keyed by order_id
 TOPIC = "order-notifications"
 DLQ = "orders-dlq"
 DAY = 86_400
@@ -104,7 +106,10 @@ def counter_writes(message: Any, ctx: WriteContext) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class Case:
     config: Config
-    consumer: str  # "orders" (handlers.orders.ORDERS) | "counter" (separate claim)
+    consumer: str
+    """"orders" (handlers.orders.ORDERS, the claim in the row), "counter" (a separate claim,
+    a counter ADD), "article" (handlers.orders_by_order: DomainKeyedCreate, the row keyed by
+    order_id written after its claim)."""
 
 
 CASES: dict[str, Case] = {
@@ -125,6 +130,11 @@ CASES: dict[str, Case] = {
             ),
             "counter",
         ),
+        # DomainKeyedCreate (the source article's tables): a death, a time-out or a fault
+        # before and after the claim and the row, a concurrent copy, the row completed or
+        # verified on redelivery; two events for one business row.
+        Case(configs.duplicates("small", "domain", FEATURES), "article"),
+        Case(configs.business_conflict("small", FEATURES), "article"),
     )
 }
 
@@ -295,7 +305,10 @@ class Replay:
             client.meta.events.register("before-parameter-build.*.*", self._stash)
             client.meta.events.register_first("before-call.*.*", self._before_call)
         self.item = case.consumer == "orders"
-        self.business_table = ORDERS_TABLE if self.item else EFFECTS_TABLE
+        self.article = case.consumer == "article"
+        self.business_table = (
+            ORDERS_TABLE if self.item else ARTICLE_TABLE if self.article else EFFECTS_TABLE
+        )
         self.item_key = ORDERS.effect.key[0] if ORDERS.effect else "event_id"
         self._create()
         ttl = trace.config.claim_ttl if trace.config.time else 90
@@ -317,6 +330,17 @@ class Replay:
         )
         if self.item:
             self.consumer = ORDERS
+        elif self.article:
+            self.consumer = Consumer(
+                writes=orders_by_order.order_writes,
+                notification=order_notification,
+                namespace="order",
+                requires_business_table=True,
+                effect=orders_by_order.ORDERS_BY_ORDER.effect,
+                clock=lambda: self.t0 + self.clock * DAY,
+                sleep=lambda _s: None,
+                event_time=EventTimeFromBody("occurred_at") if trace.config.event_time else None,
+            )
         else:
             self.consumer = Consumer(
                 writes=counter_writes,
@@ -350,6 +374,7 @@ class Replay:
             (STATE_TABLE, env.EVENT_ID_KEY),
             (ORDERS_TABLE, self.item_key),
             (EFFECTS_TABLE, "event_id"),
+            (ARTICLE_TABLE, orders_by_order.ORDER_KEY),
         ):
             ddb.create_table(
                 TableName=table,
@@ -378,11 +403,13 @@ class Replay:
         return self.config.events[event]
 
     def body_of(self, content: int) -> str:
-        event, body = self.config.contents[content]
+        event, body = self.config.contents[content][:2]
         if event < 0:
             return "not json"
         name = self.event_name(event)
-        order = {"order_id": f"order-{name}", "amount": AMOUNTS[body]}
+        # The order id names the content's business row (DomainKeyedCreate): another body of
+        # an event is another order; a content may name another event's row (a conflict).
+        order = {"order_id": f"order-{self.model.row_of(content)}", "amount": AMOUNTS[body]}
         message: dict[str, Any] = {"event_id": name, "order": order}
         if self.config.event_time:  # the event happened at time 0 (protocol.Model._new_msg)
             message["occurred_at"] = self.t0
@@ -464,7 +491,8 @@ class Replay:
                 raise Drift(f"i{inv.iid}: the model is done, the code waits at {kind} {info}")
             return
         name = model_inv.call[0]
-        want = "return" if name == "return" else "call" if name == "owe" else "guard"
+        unguarded = name in ("owe", "release")  # no remaining-time guard before these
+        want = "return" if name == "return" else "call" if unguarded else "guard"
         if kind != want:
             raise Drift(f"i{inv.iid}: the model waits before {name}, the code at {kind} {info}")
         if want == "call" and info != OPERATION[name]:
@@ -484,6 +512,8 @@ class Replay:
         expected = len(idxs)
         if name == "receipt-read":  # one key per receipt, whatever the records naming it
             expected = len({model_inv.recs[i].found for i in idxs})
+        if name == "row-read":  # one key per business row
+            expected = len({self.model.row_of(model_inv.recs[i].content) for i in idxs})
         inv.tell((name, outcome, idxs, expected))
         self._expect_parked(inv, after)
 
@@ -688,6 +718,7 @@ class Replay:
             "mark-fail",
             "dlq-fail",
             "owe-fail",
+            "release-fail",
         ):
             return _error(
                 "ServiceUnavailable" if operation == "SendMessageBatch" else "InternalServerError"
@@ -718,7 +749,7 @@ class Replay:
             return _ok({"Responses": answers})
         if kind == "read-unprocessed":
             table, request = next(iter(params["RequestItems"].items()))
-            key = self._key_of(inv, target)
+            key = self._key_of(inv, target, name)
             rest = [k for k in request["Keys"] if k != key]
             responses: dict[str, Any] = {table: []}
             if rest:
@@ -760,9 +791,11 @@ class Replay:
             return self.shadow["sqs"]
         return self.shadow["dynamodb"]
 
-    def _key_of(self, inv: Invocation, i: int) -> dict[str, Any]:
-        event_id = json.loads(inv.records[i]["body"])["event_id"]
-        return {(self.item_key if self.item else env.EVENT_ID_KEY): {"S": event_id}}
+    def _key_of(self, inv: Invocation, i: int, name: str) -> dict[str, Any]:
+        body = json.loads(inv.records[i]["body"])
+        if name == "row-read":
+            return {orders_by_order.ORDER_KEY: {"S": body["order"]["order_id"]}}
+        return {(self.item_key if self.item else env.EVENT_ID_KEY): {"S": body["event_id"]}}
 
     def _check_arity(
         self,
@@ -814,7 +847,13 @@ class Replay:
     # --- reading the real world ---------------------------------------------------------------
     def rows(self) -> dict[str, dict[str, Any]]:
         table = self.business_table
-        key = self.item_key if self.item else "event_id"
+        key = (
+            self.item_key
+            if self.item
+            else orders_by_order.ORDER_KEY
+            if self.article
+            else "event_id"
+        )
         items = self.shadow["dynamodb"].scan(TableName=table, ConsistentRead=True)["Items"]
         return {item[key]["S"]: item for item in items}
 
@@ -841,7 +880,10 @@ class Replay:
         """Per event id, the body variants applied (one per application)."""
         out: dict[str, list[int]] = {}
         for event_id, row in self.rows().items():
-            if self.item:
+            if self.article:  # keyed by order: the event is the one the row records
+                applied = row[env.ROW_EVENT_ID]["S"]
+                out.setdefault(applied, []).append(AMOUNTS.index(int(row["amount"]["N"])))
+            elif self.item:
                 out[event_id] = [AMOUNTS.index(int(row["amount"]["N"]))]
             else:
                 n = int(row["applications"]["N"])
@@ -875,7 +917,7 @@ class Replay:
     def check_acknowledged(self, m: SimMessage) -> None:
         """no-silent-delete on the real world: what the mapping deletes has its effect (this
         content) or a DLQ copy."""
-        event, body = self.config.contents[m.content]
+        event, body = self.config.contents[m.content][:2]
         applied = event >= 0 and body in self.effects().get(self.event_name(event), [])
         copied = any(c == m.content for c, _, _ in self.dlq_copies())
         _holds(
@@ -914,7 +956,7 @@ class Replay:
             _holds(len(applied) <= 1, f"at-most-once: {event_id} applied {len(applied)} times")
         ever = copies + self.gone  # every DLQ copy made, redriven or expired since included
         dead = {c for c, _, _ in ever}
-        for content, (event, body) in enumerate(self.config.contents):
+        for content, (event, body, *_) in enumerate(self.config.contents):
             if not final.sent >> content & 1 or content in dead:
                 continue
             _holds(
@@ -1045,6 +1087,24 @@ def test_a_late_resend_without_the_event_time_is_applied_again_as_documented(
         replay(Case(trace.config, "counter"), trace)
 
 
+# --- issue 36: the domain-keyed single-item effect (claim, then row) ------------------------------
+
+
+def test_a_row_written_before_its_claim_is_known_to_be_this_copys_fails_its_replay(
+    aws_env: dict[str, str],
+) -> None:
+    """The mutation that issue 36's protocol must refuse: a copy whose claim INSERT was
+    refused writes its row before its claim is read (e1 re-sent with another order: a second
+    row, a second effect of one event). The real consumer reads the claim first and
+    quarantines the copy as a conflict, so the mutated model's counterexample cannot be
+    replayed."""
+    config = configs.different_body("small", "domain", replace(FEATURES, fingerprint=True))
+    trace = counterexample_trace(replace(config, mutations=frozenset({"row-before-claim"})))
+    assert any(s[0] == "call" and s[2] == "row-insert" for s in trace.steps), trace.describe()
+    with pytest.raises(Drift):
+        replay(Case(trace.config, "article"), trace)
+
+
 # --- issue 37, item 1: redrive never defeats the dedup horizon ------------------------------------
 
 
@@ -1080,14 +1140,14 @@ def test_a_copy_refused_unread_behind_the_horizon_no_longer_replays(
 
 # --- the content fingerprint: conflicting duplicates, and a defect the model found ---------------
 
-_CONSUMER = {"item": "orders", "separate": "counter"}
+_CONSUMER = {"item": "orders", "separate": "counter", "domain": "article"}
 _FINGERPRINT = pytest.mark.skipif(
     not FEATURES.fingerprint, reason="the code has no content fingerprint (conflicting_duplicate)"
 )
 
 
 @_FINGERPRINT
-@pytest.mark.parametrize("placement", ["item", "separate"])
+@pytest.mark.parametrize("placement", ["item", "separate", "domain"])
 def test_a_same_id_different_body_resend_goes_to_the_dlq_as_a_conflicting_duplicate(
     aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, placement: str
 ) -> None:

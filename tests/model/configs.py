@@ -14,8 +14,17 @@ from tests.model.protocol import Config, Content, Features, Send
 
 BOUNDS = ("small", "large")
 
-E1, E2, E3, POISON, E1B = 0, 1, 2, 3, 4
-CONTENTS = (Content(0), Content(1), Content(2), Content(-1), Content(0, body=1))
+E1, E2, E3, POISON, E1B, E2X = 0, 1, 2, 3, 4, 5
+CONTENTS = (
+    Content(0),
+    Content(1),
+    Content(2),
+    Content(-1),
+    Content(0, body=1),  # e1 re-sent with other content (another order_id: another row)
+    Content(1, body=1, row=E1),  # DomainKeyedCreate: e2 for e1's business key (order_id)
+)
+PLACEMENTS = ("item", "separate", "domain")
+"""ItemClaims, StateTableClaims, ClaimThenRow (DomainKeyedCreate)."""
 EVENTS = ("e1", "e2", "e3")
 
 
@@ -277,6 +286,24 @@ def late_resend(bound: str, features: Features) -> Config:
     )
 
 
+def business_conflict(bound: str, features: Features) -> Config:
+    """DomainKeyedCreate: e1 and e2 (another event) create the SAME business row (one order
+    id): one of them is the row, the other a business conflict, to the DLQ with its reason and
+    its claim released, in one batch or apart, concurrently (small: one death or time-out, no
+    fault; large: two of each)."""
+    large = bound == "large"
+    return _base(
+        bound,
+        features,
+        name="business-conflict/claim-then-row",
+        placement="domain",
+        sends=(Send(E1), Send(E2X)),
+        crashes=2 if large else 1,
+        # Small: no fault (the duplicates configuration has every fault of the claim and row).
+        faults=2 if large else 0,
+    )
+
+
 def redrive_item(bound: str, features: Features) -> Config:
     """The same with the claim in the business item (no TTL: the claim lives with the row)."""
     return replace(redrive(bound, features), name="redrive/claim-in-item", placement="item")
@@ -290,16 +317,30 @@ def expectations(bound: str, features: Features | None = None) -> list[Expectati
     if bound == "large":
         families.insert(1, standard_three)
     for family in families:
-        for placement in ("item", "separate"):
+        for placement in PLACEMENTS:
+            if placement == "domain" and bound == "small" and family is not duplicates:
+                # Small bound: the re-send of one event covers the claim, a death or a fault
+                # before and after its row, a concurrent copy, and the redelivery's row
+                # completion; two events, poison and FIFO (the separate claim's transaction)
+                # at the large bound.
+                continue
             out.append(Expectation(family(bound, placement, f)))
-    for placement in ("item", "separate"):
+    out.append(Expectation(business_conflict(bound, f)))
+    for placement in PLACEMENTS:
         for fingerprint in (False, True):
             g = replace(f, fingerprint=fingerprint)
             config = different_body(bound, placement, g)
             config = replace(
                 config, name=f"{config.name}/fingerprint-{'on' if fingerprint else 'off'}"
             )
-            if not fingerprint:
+            if not fingerprint and placement == "domain":
+                violates = frozenset({"at-most-once", "no-silent-delete", "exactly-once"})
+                why = (
+                    "without the fingerprint a same-id different-body re-send meets the claim "
+                    "as a pending duplicate and writes ITS row (another order_id): a second "
+                    "effect of one event (why a copy's claim must be known to be its own)"
+                )
+            elif not fingerprint:
                 violates = frozenset({"no-silent-delete", "exactly-once"})
                 why = (
                     "without the fingerprint a same-id different-body re-send is skipped as a "
@@ -353,6 +394,26 @@ def expectations(bound: str, features: Features | None = None) -> list[Expectati
             )
         )
     out.append(Expectation(redrive_item(bound, f)))
+    # DomainKeyedCreate: the row records its event, so a same-content re-send after its
+    # claim's TTL meets the row (verified: no second effect) even without the event time; a
+    # re-send with OTHER content after the claim is gone is the documented limit again.
+    config = replace(late_resend(bound, f), placement="domain")
+    out.append(Expectation(replace(config, name="late-resend/claim-then-row/event-time-off")))
+    config = replace(
+        late_resend(bound, f),
+        placement="domain",
+        sends=(Send(E1), Send(E1B, optional=True, earliest=1, latest=2)),
+    )
+    out.append(
+        Expectation(
+            replace(config, name="late-resend/claim-then-row/other-content/event-time-off"),
+            frozenset({"at-most-once"}),
+            "a producer re-send with OTHER content (another business key) after the claim is "
+            "gone names another row: the documented limit, closed by EventTimeFromBody",
+        )
+    )
+    config = redrive(bound, f)
+    out.append(Expectation(replace(config, name="redrive/claim-then-row", placement="domain")))
     # The claim in the business item has no TTL, hence no horizon: the native move task (an
     # opted-out DLQ policy) cannot make a copy outlive it.
     config = replace(redrive_item(bound, f), native_move=True)
@@ -397,6 +458,15 @@ def mutations(bound: str = "small", features: Features | None = None) -> list[Ex
         mutant(redrive(bound, f), "horizon-refuses-unread", "notified"),
         mutant(redrive_fifo(bound, f), "fifo-stamps-dlq-time", "at-most-once"),
         mutant(std_sep, "absent-receipt-as-listed", "notified"),
+        mutant(
+            replace(
+                different_body(bound, "domain", replace(f, fingerprint=True)),
+                name="different-body/domain/fingerprint-on",
+            ),
+            "row-before-claim",
+            "at-most-once",
+            "no-silent-delete",
+        ),
         mutant(fifo_item, "no-fifo-hold", "fifo-order"),
         mutant(std_item, "pending-as-sent", "notified"),
         mutant(std_sep, "write-before-claim", "at-most-once"),

@@ -148,6 +148,41 @@ ACTIONS: dict[str, Action] = {
             aws="DynamoDB BatchGetItem (ConsistentRead): may leave keys unprocessed",
         ),
         Action(
+            "row-insert",
+            "DomainKeyedCreate: ONE BatchExecuteStatement of the rows' INSERTs (each recording "
+            "its event id), for the records whose claim is known to be their own",
+            (
+                Code(_B, "BatchRun._write_rows"),
+                Code(_B, "BatchRun._insert_rows"),
+                Code(_B, "BatchRun._row_written"),
+                Code(_B, "BatchRun._to_publish"),
+                Code(_C, "ClaimThenRow.claim"),
+                Code(_C, "ClaimThenRow.insert_rows"),
+            ),
+            aws="DynamoDB PartiQL INSERT: atomic per statement, DuplicateItem when the key exists",
+        ),
+        Action(
+            "row-read",
+            "DomainKeyedCreate: ONE consistent BatchGetItem of the rows whose INSERT was "
+            "refused: this event's (verified), or another event's (a business conflict)",
+            (
+                Code(_B, "BatchRun._read_rows"),
+                Code(_B, "BatchRun._settle_row"),
+                Code(_C, "ClaimThenRow.read_rows"),
+            ),
+            aws="DynamoDB BatchGetItem (ConsistentRead): may leave keys unprocessed",
+        ),
+        Action(
+            "release",
+            "DomainKeyedCreate: the claim of a copy whose row is another event's is released "
+            "(one conditional DeleteItem: pending, this content)",
+            (
+                Code(_B, "BatchRun._release_claims"),
+                Code(_C, "ClaimThenRow.release"),
+            ),
+            aws="DynamoDB DeleteItem with a condition (ConditionalCheckFailed: left alone)",
+        ),
+        Action(
             "publish",
             "ONE PublishBatch per chunk (FIFO: one entry per group); success per entry",
             (
@@ -395,6 +430,8 @@ MUTATIONS: dict[str, str] = {
     "SentTimestamp (SQS reset it when it moved the copy)",
     "absent-receipt-as-listed": "Receipts.read takes an absent receipt (never written, or "
     "deleted by its TTL) for one listing every claim that names it",
+    "row-before-claim": "DomainKeyedCreate: a row is written for a copy whose claim INSERT was "
+    "refused, before its claim is known to be this copy's (no read, no fingerprint verdict)",
 }
 
 # --- invariants ---------------------------------------------------------------------------------
@@ -447,6 +484,9 @@ class Content(NamedTuple):
 
     event: int
     body: int = 0
+    row: int = -1
+    """DomainKeyedCreate: the business row (key) the content's Put creates; -1: its own (the
+    content's index: another body is another ``order_id``)."""
 
 
 class Send(NamedTuple):
@@ -478,6 +518,7 @@ ALL_FAULTS = frozenset(
         "dlq-ambiguous",
         "dlq-entry",
         "owe-fail",
+        "release-fail",
         "receipt-fail",
         "receipt-ambiguous",
     }
@@ -487,7 +528,9 @@ ALL_FAULTS = frozenset(
 @dataclass(frozen=True)
 class Config:
     name: str
-    placement: str  # "item" (ItemClaims) | "separate" (StateTableClaims)
+    placement: str
+    """"item" (ItemClaims), "separate" (StateTableClaims), "domain" (ClaimThenRow: the claim in
+    the state table, the row keyed by a business key written after it)."""
     fifo: bool = False
     events: tuple[str, ...] = ("e1", "e2")
     contents: tuple[Content, ...] = (Content(0), Content(1))
@@ -520,7 +563,9 @@ class Config:
     def describe(self) -> str:
         parts = [
             "fifo" if self.fifo else "standard",
-            "claim-in-item" if self.placement == "item" else "separate-claim",
+            {"item": "claim-in-item", "separate": "separate-claim", "domain": "claim-then-row"}[
+                self.placement
+            ],
             f"{len(self.sends)} sends",
             f"batch {self.batch}",
             f"{self.concurrency} invocations",
@@ -544,6 +589,7 @@ class Config:
 # --- state --------------------------------------------------------------------------------------
 
 PARSED, POISON, NEED_READ, NEED_PUBLISH, NEED_STATUS, DONE, NEED_RECEIPT = range(7)
+NEED_ROW, NEED_ROW_READ = 7, 8
 NO_OUTCOME, PROCESSED, SKIPPED, REPUBLISHED, QUARANTINED, FAILED = range(6)
 VISIBLE, INFLIGHT = range(2)
 STAGE_NAMES = (
@@ -554,6 +600,8 @@ STAGE_NAMES = (
     "need_status",
     "done",
     "need_receipt",
+    "need_row",
+    "need_row_read",
 )
 OUTCOME_NAMES = ("-", "processed", "duplicate_skipped", "republished", "quarantined", "failed")
 
@@ -610,6 +658,7 @@ class Rec(NamedTuple):
     duplicate: bool = False
     found: int = -1  # a duplicate's: the receipt its existing pending claim names
     beyond: bool = False  # beyond the dedup horizon: its claim is read, never written
+    release: bool = False  # DomainKeyedCreate: its row is another event's; release its claim
 
 
 class Inv(NamedTuple):
@@ -644,6 +693,8 @@ class State(NamedTuple):
     receipts: frozenset[tuple[int, int, int]] = frozenset()
     """(receipt id, event listed, expiry: -1 none) of every publication receipt written."""
     next_receipt: int = 0
+    rows: tuple[int, ...] = ()
+    """DomainKeyedCreate: per business row, the content whose row it is (-1: none)."""
 
 
 Step = tuple[Any, ...]
@@ -656,6 +707,7 @@ class Model:
         self.config = config
         self.fifo = config.fifo
         self.item = config.placement == "item"
+        self.domain = config.placement == "domain"
         self.mut = config.mutations
         self.f = config.features
         self.ttl = config.claim_ttl
@@ -706,7 +758,13 @@ class Model:
             redrives=c.redrives,
             resent=0,
             dlq_sources=frozenset(),
+            rows=(-1,) * len(c.contents) if self.domain else (),
         )
+
+    def row_of(self, content: int) -> int:
+        """DomainKeyedCreate: the business row a content's Put creates."""
+        row = self.config.contents[content].row
+        return row if row >= 0 else content
 
     def _new_msg(self, mid: int, send: Send, now: int) -> Msg:
         event_time = 0 if self.config.event_time else -1  # the event happened at time 0
@@ -714,7 +772,7 @@ class Model:
 
     # --- names -------------------------------------------------------------------------------
     def content_name(self, content: int) -> str:
-        event, body = self.config.contents[content]
+        event, body = self.config.contents[content][:2]
         if event < 0:
             return "POISON"
         return self.config.events[event] + "'" * body
@@ -755,6 +813,8 @@ class Model:
         keys: set[tuple[Any, ...]] = {("e", event) if event >= 0 else ("c", content)}
         if self.fifo:
             keys.add(("g", group))
+        if self.domain and event >= 0:  # two events may name one business row
+            keys.add(("r", self.row_of(content)))
         return keys
 
     def _ample(self, s: State) -> Inv | None:
@@ -800,7 +860,7 @@ class Model:
             for outcome, cost in self._outcomes(s, inv):
                 if cost <= s.faults:
                     yield self._call(s, inv, outcome, cost)
-            if s.crashes and not inv.late and name != "owe":
+            if s.crashes and not inv.late and name not in ("owe", "release"):  # no guard
                 yield self._timeout(s, inv)
         if s.crashes:
             yield self._crash(s, inv)
@@ -866,7 +926,7 @@ class Model:
             if only is None or "quiescent" in only:
                 return Violation("quiescent", "no step is possible, yet the run is not over")
             return None
-        for content, (event, body) in enumerate(self.config.contents):
+        for content, (event, body, *_) in enumerate(self.config.contents):
             bit = 1 << content
             if not s.sent & bit or (s.dead | s.lost) & bit:
                 continue
@@ -969,13 +1029,14 @@ class Model:
         for n, rec in enumerate(recs):
             if rec.stage != PARSED:
                 continue
-            event, body = self.config.contents[rec.content]
+            event, body = self.config.contents[rec.content][:2]
             if event not in first:
                 first[event] = rec.i
             else:  # judged in resolve_shadows, once the first's verdict is known
-                differs = self.f.fingerprint and self.config.contents[
-                    recs[first[event]].content
-                ] != (event, body)
+                differs = (
+                    self.f.fingerprint
+                    and self.config.contents[recs[first[event]].content].body != body
+                )
                 if differs and "early-in-batch-conflict" in self.mut:
                     recs[n] = rec._replace(stage=POISON, kind="conflicting_duplicate")
                 else:
@@ -983,7 +1044,8 @@ class Model:
         cont: list[tuple[Any, ...]] = []
         if self.fifo:
             cont.append(("qnow",))
-        cont += [("commit",), ("read",), ("receipts",), ("publish",), ("status",), ("end",)]
+        cont += [("commit",), ("read",), ("receipts",), ("rows",), ("rowread",), ("release",)]
+        cont += [("publish",), ("status",), ("end",)]
         if "mark-before-publish" in self.mut:
             cont = [x for x in cont if x[0] != "status"]
             cont.insert(cont.index(("publish",)), ("status-early",))
@@ -1035,6 +1097,14 @@ class Model:
             whole("read-fail")
         elif name == "receipt-write":
             whole("receipt-fail", "receipt-ambiguous")
+        elif name == "row-insert":
+            whole("commit-fail", "commit-ambiguous")
+            per("stmt-transient")
+        elif name == "row-read":
+            whole("read-fail")
+            per("read-unprocessed")
+        elif name == "release":
+            whole("release-fail")
         elif name == "early-publish":
             pass
         return out
@@ -1196,6 +1266,7 @@ class _World:
         self.dlq_sources = s.dlq_sources
         self.receipts = s.receipts
         self.next_receipt = s.next_receipt
+        self.rows = list(s.rows)
         self.violation: Violation | None = None
 
     def _canonical_receipts(self) -> None:
@@ -1263,6 +1334,7 @@ class _World:
             self.dlq_sources,
             self.receipts,
             self.next_receipt,
+            tuple(self.rows),
         )
 
     def flag(self, invariant: str, detail: str) -> None:
@@ -1288,7 +1360,7 @@ class _World:
 
     # --- the facts invariants read ---------------------------------------------------------------
     def apply_effect(self, content: int, why: str) -> None:
-        event, body = self.model.config.contents[content]
+        event, body = self.model.config.contents[content][:2]
         if self.effects[event]:
             self.flag(
                 "at-most-once",
@@ -1347,6 +1419,11 @@ class _World:
             # another content than the claim's (or, in the batch, than an earlier record's):
             # never the content the claim holds
             "conflicting_duplicate": event >= 0 and not owns,
+            # another event's row already at this content's business key (DomainKeyedCreate)
+            "semantic": event >= 0
+            and model.domain
+            and self.rows[model.row_of(rec.content)] >= 0
+            and config.contents[self.rows[model.row_of(rec.content)]].event != event,
         }.get(rec.kind, False)
         if not truth:
             self.flag(
@@ -1372,7 +1449,7 @@ class _World:
         self.add_copy(copy)
 
     def delete(self, m: Msg, why: str) -> None:
-        event, body = self.model.config.contents[m.content]
+        event, body = self.model.config.contents[m.content][:2]
         applied = event >= 0 and body in self.effects[event]
         if not applied and not self.dead >> m.content & 1:
             self.flag(
@@ -1495,7 +1572,8 @@ class _Inv:
             if k == "commit":  # BatchRun._commit_all
                 cont.pop(0)
                 live = self.live(PARSED)
-                inserts = [i for i in live if m.item and not m.fifo]
+                # INSERTs: the claim-carrying row (item), or the claim before its row (domain)
+                inserts = [i for i in live if (m.item or m.domain) and not m.fifo]
                 transact = [i for i in live if i not in inserts]
                 plan: list[tuple[Any, ...]] = []
                 if "publish-before-commit" in m.mut and live:
@@ -1506,6 +1584,33 @@ class _Inv:
                     plan.append(("transact", tuple(transact)))
                 cont[0:0] = plan
                 continue
+            if k == "rows":  # BatchRun._write_rows: <= 25, one statement per row key a call
+                cont.pop(0)
+                calls: list[list[int]] = []
+                for i in self.live(NEED_ROW):
+                    row = m.row_of(self.recs[i].content)
+                    for call in calls:
+                        if all(m.row_of(self.recs[j].content) != row for j in call):
+                            call.append(i)
+                            break
+                    else:
+                        calls.append([i])
+                cont[0:0] = [("rowchunk", tuple(c), 1) for c in calls]
+                continue
+            if k == "rowread":  # BatchRun._read_rows
+                cont.pop(0)
+                pending = self.live(NEED_ROW_READ)
+                if pending:
+                    cont.insert(0, ("rowreadchunk", tuple(pending), 1))
+                continue
+            if k == "release":  # BatchRun._release_claims: one DeleteItem each, no time guard
+                cont.pop(0)
+                plan = [("releaseone", r.i) for r in self.recs if r.release]
+                cont[0:0] = plan
+                continue
+            if k == "releaseone":
+                self.call = ("release", (head[1],))
+                return
             if k == "receipts":  # BatchRun._read_receipts
                 cont.pop(0)
                 pending = self.hold_back(self.live(NEED_RECEIPT))
@@ -1520,6 +1625,8 @@ class _Inv:
                 "receiptwrite",
                 "statuschunk",
                 "early-publish",
+                "rowchunk",
+                "rowreadchunk",
             ):
                 todo = list(head[1])
                 if k == "transact":
@@ -1534,6 +1641,8 @@ class _Inv:
                         "receiptwrite": "receipt-write",
                         "statuschunk": "mark",
                         "early-publish": "early-publish",
+                        "rowchunk": "row-insert",
+                        "rowreadchunk": "row-read",
                     }[k]
                     self.call = (name, tuple(todo))
                     return
@@ -1656,7 +1765,12 @@ class _Inv:
             self.recs[i] = self.recs[i]._replace(found=claim.receipt)
             self.stage(i, NEED_RECEIPT)
         else:
-            self.stage(i, NEED_PUBLISH)
+            self.to_publish(i)
+
+    def to_publish(self, i: int) -> None:
+        """``BatchRun._to_publish``: a pending claim's notification may be owed; a claim whose
+        row comes after it (DomainKeyedCreate, standard queue) completes or verifies it first."""
+        self.stage(i, NEED_ROW if self.model.domain and not self.model.fifo else NEED_PUBLISH)
 
     def committed(self, i: int) -> None:
         self.stage(i, NEED_PUBLISH)  # every modelled consumer notifies
@@ -1711,11 +1825,17 @@ class _Inv:
             existing = w.claims[event]
             if existing is None:
                 w.claims[event] = self.new_claim()._replace(body=self.body(i))
-                w.apply_effect(self.recs[i].content, f"INSERT by m{self.recs[i].mid}")
-                self.committed(i)
+                if self.model.domain:  # the claim alone: its row comes next
+                    self.stage(i, NEED_ROW)
+                else:
+                    w.apply_effect(self.recs[i].content, f"INSERT by m{self.recs[i].mid}")
+                    self.committed(i)
             else:
                 self.recs[i] = self.recs[i]._replace(key_existed=True, duplicate=True)
-                self.stage(i, NEED_READ)  # DuplicateItem carries no item: read it
+                if self.model.domain and "row-before-claim" in self.model.mut:
+                    self.stage(i, NEED_ROW)  # the mutation: no verdict on the claim first
+                else:
+                    self.stage(i, NEED_READ)  # DuplicateItem carries no item: read it
             if outcome[0] == "commit-ambiguous":
                 self.fail(i, "commit")
 
@@ -1733,9 +1853,13 @@ class _Inv:
             self.cont.pop(0)
             return
         existing = {i: w.claims[self.event(i)] for i in todo}
-        if all(c is None for c in existing.values()):  # all or nothing: committed
-            for i in todo:
+        rows = {i: self.model.row_of(self.recs[i].content) for i in todo}
+        taken = {i: self.model.domain and w.rows[rows[i]] >= 0 for i in todo}
+        if all(c is None for c in existing.values()) and not any(taken.values()):
+            for i in todo:  # all or nothing: committed
                 w.claims[self.event(i)] = self.new_claim()._replace(body=self.body(i))
+                if self.model.domain:
+                    w.rows[rows[i]] = self.recs[i].content
                 if "write-before-claim" not in self.model.mut:
                     w.apply_effect(self.recs[i].content, f"transaction of m{self.recs[i].mid}")
                 if kind == "commit-ambiguous":
@@ -1753,10 +1877,12 @@ class _Inv:
         retry = []
         for i in todo:
             claim = existing[i]
-            if claim is None:
-                retry.append(i)
-            else:
+            if claim is not None:
                 self.apply_status(i, claim)
+            elif taken[i]:  # the row's own condition: another event's row (or an old one)
+                self.poison(i, "semantic")
+            else:
+                retry.append(i)
         self.cont[0] = ("transact", tuple(retry))
         if self.model.fifo:
             self.cont.insert(0, ("qnow",))
@@ -1805,7 +1931,7 @@ class _Inv:
             ):
                 self.finish(i, SKIPPED)
             else:  # not listed, or no receipt: publish again, then mark the claim sent
-                self.stage(i, NEED_PUBLISH)
+                self.to_publish(i)
 
     def call_receipt_write(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
         self.cont.pop(0)
@@ -1877,6 +2003,67 @@ class _Inv:
                 self.finish(i, REPUBLISHED if self.recs[i].duplicate else PROCESSED)
 
         self.statement_round(outcome, "mark-fail", "mark", mark)
+
+    def call_row_insert(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
+        """``BatchRun._insert_rows``: one INSERT per row, atomic per statement."""
+
+        def insert(i: int) -> None:
+            content = self.recs[i].content
+            row = self.model.row_of(content)
+            if w.rows[row] < 0:
+                w.rows[row] = content
+                w.apply_effect(content, f"row INSERT by m{self.recs[i].mid}")
+                self.committed(i)
+            else:
+                self.stage(i, NEED_ROW_READ)  # DuplicateItem: whose row is it?
+            if outcome[0] == "commit-ambiguous":
+                self.fail(i, "commit")
+
+        self.statement_round(outcome, "commit-fail", "commit", insert)
+
+    def call_release(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
+        """``ClaimThenRow.release``: delete the claim while pending with this content."""
+        self.cont.pop(0)
+        i = idxs[0]
+        self.recs[i] = self.recs[i]._replace(release=False)
+        claim = w.claims[self.event(i)]
+        if outcome[0] == "release-fail" or claim is None:
+            return
+        if claim.status == "pending" and claim.body == self.body(i):
+            w.claims[self.event(i)] = None
+
+    def call_row_read(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
+        """``BatchRun._read_rows`` / ``_settle_row``: this event's row (verified), another's
+        (a business conflict: semantic), or gone."""
+        kind = outcome[0]
+        _, todo, attempt = self.cont[0]
+        if kind == "read-fail":
+            for i in todo:
+                self.fail(i, "read")
+            self.cont.pop(0)
+            return
+        retry = []
+        contents = self.model.config.contents
+        for i in todo:
+            if kind == "read-unprocessed" and outcome[1] == i:
+                retry.append(i)
+                continue
+            holder = w.rows[self.model.row_of(self.recs[i].content)]
+            if holder < 0:
+                self.fail(i, "vanished")
+            elif contents[holder].event == self.event(i):
+                self.committed(i)
+            else:
+                self.poison(i, "semantic")
+                self.recs[i] = self.recs[i]._replace(release=True)
+        if retry and attempt >= self.model.f.read_attempts:
+            for i in retry:
+                self.fail(i, "read")
+            retry = []
+        if retry:
+            self.cont[0] = ("rowreadchunk", tuple(retry), attempt + 1)
+        else:
+            self.cont.pop(0)
 
 
 def with_features(config: Config, **changes: Any) -> Config:

@@ -25,6 +25,9 @@ OPERATION = {
     "owe": "UpdateItem",
     "receipt-read": "BatchGetItem",
     "receipt-write": "PutItem",
+    "row-insert": "BatchExecuteStatement",
+    "row-read": "BatchGetItem",
+    "release": "DeleteItem",
 }
 """The AWS operation of each call the model's invocations make."""
 

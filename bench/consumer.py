@@ -1,9 +1,13 @@
-"""Benchmark 1: the consumer, three implementations side by side on the same messages.
+"""Benchmark 1: the consumer, three implementations side by side on the same messages and the
+SAME tables: the source article's state table + ``order_records`` keyed by ``order_id``.
 
 (a) bench/baseline_per_record_transaction.py  the per-record transaction pattern, record by record
 (b) bench/baseline_powertools.py  Powertools idempotent_function + BatchProcessor, per record
-(c) handlers.orders.handler  ours (batched INSERTs of the claim-carrying rows, PublishBatch,
-                             batched status write)
+(c) handlers.orders_by_order.handler  ours (DomainKeyedCreate: batched claim INSERTs into the
+                             state table, batched row INSERTs, PublishBatch, one receipt)
+(c') handlers.orders.handler  ours on an event-keyed table (the claim in the row: batched
+                             INSERTs of the claim-carrying rows, PublishBatch, one receipt); the
+                             second scenario, the design the README's tables had before
 
 Each run resets the emulator, creates the run's tables and topic with an uncounted client,
 drives the messages through the poller model (bench.workload.deliver) while every AWS call is
@@ -30,14 +34,25 @@ from bench.baseline_per_record_transaction import build_handler as build_per_rec
 from bench.baseline_powertools import POWERTOOLS_KEY_ATTR, PowertoolsSettings
 from bench.baseline_powertools import build_handler as build_powertools
 from bench.usage import aggregate
-from bench.workload import ACCOUNT, REGION, Handler, Message, deliver, order_messages
+from bench.workload import (
+    ACCOUNT,
+    REGION,
+    Handler,
+    Message,
+    batch_profile,
+    deliver,
+    order_messages,
+)
 
-IMPLEMENTATIONS = ("per_record_transaction", "powertools", "ours")
+IMPLEMENTATIONS = ("per_record_transaction", "powertools", "ours", "ours_event_keyed")
 LABELS = {
     "per_record_transaction": "(a) per-record transaction",
     "powertools": "(b) Powertools textbook",
     "ours": "(c) ours",
+    "ours_event_keyed": "(c') ours, event-keyed table",
 }
+OURS = ("ours", "ours_event_keyed")
+"""Ours on the article's tables (the headline) and on an event-keyed table."""
 QUEUE_NAME = "orders"
 ORDER_TABLE = "order_records"
 TOPIC_NAME = "order-notifications"
@@ -64,6 +79,7 @@ class RunResult:
     correct: bool
     problems: list[str] = field(default_factory=list)
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)  # bench.usage.aggregate
+    batches: dict[str, int] = field(default_factory=dict)  # workload.batch_profile
 
     @property
     def total_calls(self) -> int:
@@ -95,6 +111,7 @@ class RunResult:
             "handler_exceptions": self.handler_exceptions,
             "correct": self.correct,
             "problems": self.problems,
+            "batches": self.batches,
         }
 
 
@@ -124,8 +141,10 @@ class Prepared:
 
 def _prepare(implementation: str, emulator: Any) -> Prepared:
     ddb = _admin(emulator, "dynamodb")
-    # Ours keys the order row by its event (handlers.orders.ORDER_KEY); the baselines by order.
-    _create_table(ddb, ORDER_TABLE, "event_id" if implementation == "ours" else "order_id")
+    # The article's order_records, keyed by order (ours and the baselines alike); the second
+    # scenario keys the row by its event (handlers.orders.ORDER_KEY).
+    event_keyed = implementation == "ours_event_keyed"
+    _create_table(ddb, ORDER_TABLE, "event_id" if event_keyed else "order_id")
     topic_arn = _admin(emulator, "sns").create_topic(Name=TOPIC_NAME)["TopicArn"]
     if implementation == "per_record_transaction":
         _create_table(ddb, "processed_events", "event_id")
@@ -136,12 +155,12 @@ def _prepare(implementation: str, emulator: Any) -> Prepared:
         settings = PowertoolsSettings("idempotency", ORDER_TABLE, topic_arn)
         handler = build_powertools(settings)
         return Prepared(handler, "idempotency", POWERTOOLS_KEY_ATTR, "COMPLETED", "status")
-    if implementation == "ours":
-        return _prepare_ours(emulator, ddb, topic_arn)
+    if implementation in OURS:
+        return _prepare_ours(emulator, ddb, topic_arn, event_keyed=event_keyed)
     raise ValueError(f"implementation={implementation!r}: expected one of {IMPLEMENTATIONS}")
 
 
-def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
+def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str, *, event_keyed: bool) -> Prepared:
     from idempotent_messaging.runtime import env
 
     state_table = "orders-state"
@@ -162,15 +181,29 @@ def _prepare_ours(emulator: Any, ddb: Any, topic_arn: str) -> Prepared:
             env.POWERTOOLS_METRICS_NAMESPACE: "Bench",
         }
     )
-    import handlers.orders
+    if event_keyed:
+        import handlers.orders
 
-    # The orders consumer declares SingleItemEffect: its claim lives in the order row.
+        # The orders consumer declares SingleItemEffect: its claim lives in the order row.
+        return Prepared(
+            handlers.orders.handler,
+            ORDER_TABLE,
+            "event_id",
+            env.STATUS_SENT,
+            env.ITEM_CLAIM_STATUS,
+            dlq_url,
+            state_table,
+        )
+    import handlers.orders_by_order
+
+    # DomainKeyedCreate: the claim in the state table (the article's processed_events), the
+    # row keyed by order_id written after it.
     return Prepared(
-        handlers.orders.handler,
-        ORDER_TABLE,
-        "event_id",
+        handlers.orders_by_order.handler,
+        state_table,
+        env.EVENT_ID_KEY,
         env.STATUS_SENT,
-        env.ITEM_CLAIM_STATUS,
+        "status",
         dlq_url,
         state_table,
     )
@@ -336,6 +369,7 @@ def run_once(
         correct=not problems,
         problems=problems,
         usage=aggregate(recorder.usage),
+        batches=batch_profile(stream),
     )
 
 

@@ -24,6 +24,7 @@ LABELS = {
     "per_record_transaction": "(a) per-record transaction",
     "powertools": "(b) Powertools textbook",
     "ours": "(c) ours",
+    "ours_event_keyed": "(c') ours, event-keyed table",
 }
 MISS_NOTES_HEADER = "why the misses (from the measurements above)\n"
 

@@ -85,6 +85,26 @@ def order_messages(count: int, duplicate_rate: float = 0.0, seed: int = 0) -> li
     return stream
 
 
+def batch_profile(stream: list[Message], batch_size: int = BATCH_SIZE) -> dict[str, int]:
+    """How the first delivery batches the stream (``deliver`` hands out batches in queue
+    order): batches, those holding an event seen for the first time, those holding a re-send of
+    an event seen in an earlier batch. The receipt design's documented minimum of calls per
+    batch follows from it (bench.report.minimum_calls)."""
+    seen: set[str] = set()
+    fresh = resent = 0
+    batches = [stream[i : i + batch_size] for i in range(0, len(stream), batch_size)]
+    for batch in batches:
+        events = [m.event_id for m in batch]
+        fresh += any(e not in seen for e in events)
+        resent += any(e in seen for e in events)
+        seen.update(events)
+    return {
+        "batches": len(batches),
+        "batches_with_fresh_events": fresh,
+        "batches_with_resent_events": resent,
+    }
+
+
 def _order(index: int, rng: random.Random) -> Message:
     event_id = f"evt-{index:07d}"
     body = {

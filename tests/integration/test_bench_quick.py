@@ -19,9 +19,12 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 MODELLED_TARGETS = (
     "consumer.happy.calls_per_message",
-    "consumer.duplicates.calls_per_message",
-    "consumer.duplicates.modelled_speedup_vs_per_record_transaction",
-    "consumer.duplicates.modelled_speedup_vs_powertools",
+    "consumer.happy.event_keyed.calls_per_message",
+    "consumer.duplicates.calls_vs_documented_minimum",
+    "consumer.duplicates.event_keyed.calls_vs_documented_minimum",
+    "consumer.happy.modelled_time_over_floor",
+    "consumer.duplicates.modelled_time_over_floor",
+    "consumer.duplicates.event_keyed.write_units_per_message",
     "consumer.happy.write_units_per_message",
     "consumer.duplicates.write_units_per_message",
     "consumer.happy.cost_ratio_vs_per_record_transaction",
@@ -62,6 +65,13 @@ def test_quick_run_prints_every_target_with_its_measured_value(
         assert t["description"] in notes, t["description"]
     # The models ran on every consumer run, from the recorded usage; the runs were correct.
     for scenario in ("happy", "duplicates"):
+        # Issue 36: the three on the source article's tables, ours event-keyed beside them.
+        assert set(results["consumer"][scenario]["runs"]) == {
+            "per_record_transaction",
+            "powertools",
+            "ours",
+            "ours_event_keyed",
+        }
         for impl, runs in results["consumer"][scenario]["runs"].items():
             for run in runs:
                 assert run["correct"], (scenario, impl, run["problems"])

@@ -301,3 +301,40 @@ def test_the_declaration_names_its_key() -> None:
     with pytest.raises(ValueError, match=env.ROW_EVENT_ID):
         DomainKeyedCreate(key=(env.ROW_EVENT_ID,))
     assert ORDERS_BY_ORDER.effect == DomainKeyedCreate(key=("order_id",))
+
+
+def test_ops_explain_says_a_pending_claims_row_may_not_be_written_yet(world: Aws) -> None:
+    """A death between the claim and its row on the last receive: SQS moves the copy bare.
+    Its claim is pending, so the notification is owed, but whether the row was written is not
+    known from the claim alone (it is written after it): explain says so, and that a redrive
+    completes or verifies it, instead of "the business write WAS applied"."""
+    from idempotent_messaging.ops.dlq import PeekedMessage, explain_message
+
+    queue = SimQueue()
+    queue.send(order_body("e1"))
+    seen = 0
+
+    def die(model: Any, **_: Any) -> None:
+        nonlocal seen
+        if model.name == "BatchExecuteStatement":
+            seen += 1
+            if seen == 2:  # the rows' call
+                raise Crash("before the row")
+
+    world.dynamodb.meta.events.register("before-call.*.*", die)
+    assert queue.deliver(lambda e: _consumer().process(e, FakeContext(), world.runtime())) is None
+    world.dynamodb.meta.events.unregister("before-call.*.*", die)
+    bare = PeekedMessage(
+        message_id="dlq-1",
+        body=order_body("e1"),
+        attributes={"SentTimestamp": "1"},
+        message_attributes={},
+    )
+    explained = explain_message(bare, world.dynamodb, "processed_events", consumer=ORDERS_BY_ORDER)
+    assert (explained.claim, explained.write_applied, explained.notification_owed) == (
+        "pending",
+        None,
+        True,
+    )
+    assert "may not be written yet" in explained.advice
+    assert "redrive completes the row" in explained.advice

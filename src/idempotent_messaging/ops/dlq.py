@@ -27,7 +27,11 @@ from botocore.exceptions import ClientError
 
 from idempotent_messaging.ops.owed import ReceiptsUnknown, read_receipts, receipt_of
 from idempotent_messaging.runtime import env as runtime_env
-from idempotent_messaging.runtime.claims import SingleItemEffect, published_status
+from idempotent_messaging.runtime.claims import (
+    DomainKeyedCreate,
+    SingleItemEffect,
+    published_status,
+)
 
 RECEIVE_MAX = 10
 # How long peeked / in-transit messages stay hidden from other readers while we hold them.
@@ -770,6 +774,18 @@ def explain_message(
             raise OpsError(str(exc)) from None
     claim, applied, owed = _verdict(item, event_id, receipts)
     advice = _ADVICE.get(claim, "the claim's status is not one the runtime writes: look at it")
+    if (
+        claim == "pending"
+        and consumer is not None
+        and isinstance(consumer.effect, DomainKeyedCreate)
+    ):
+        # Its row is written after the claim: a death may have come between the two.
+        applied = None
+        advice = (
+            "the event is claimed and its notification OWED; its row (DomainKeyedCreate, "
+            "written after the claim) may not be written yet: a redrive completes the row or "
+            "verifies it by its key and the event id it records, then publishes"
+        )
     if message.reasonless:
         advice = (
             "SQS moved this copy with no reason (a process death or timeout on its last "

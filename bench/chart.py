@@ -373,7 +373,8 @@ def alt_text(results: dict[str, Any]) -> str:
             )
     return (
         "Stacked bar chart of the modelled $ per million messages of (a) the per-record "
-        "transaction, (b) Powertools and (c) ours, split into "
+        "transaction, (b) Powertools and (c) ours on the source article's tables, and (c') ours "
+        "on an event-keyed table, split into "
         + ", ".join(label for _, label, _ in SEGMENTS)
         + "; "
         + "; ".join(parts)

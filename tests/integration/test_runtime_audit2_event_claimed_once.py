@@ -148,7 +148,6 @@ def test_a_put_whose_key_is_not_the_declared_derivation_is_poison_naming_the_rul
 
 def test_the_charges_declare_how_their_ledger_key_derives_from_the_event_id() -> None:
     from handlers.charges import CHARGES, LEDGER_HASH_KEY, LEDGER_RANGE_KEY
-
     from idempotent_messaging.runtime import SingleItemEffect
 
     assert isinstance(CHARGES.effect, SingleItemEffect)

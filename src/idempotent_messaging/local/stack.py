@@ -28,7 +28,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +42,7 @@ from idempotent_messaging.local.observe import AlarmVerdict, evaluate_alarms, qu
 from idempotent_messaging.local.poller import BatchOutcome, Poller
 from idempotent_messaging.local.registry import DeployedResource, MappingConfig, ScheduleConfig
 from idempotent_messaging.local.report import (
+    NO_REASON,
     AlarmState,
     Check,
     ConsumerSummary,
@@ -122,6 +123,7 @@ class LocalStack:
         stack: str,
         *,
         one_row_per_event: Mapping[str, str] | None = None,
+        expect_alarms: Iterable[str] = (),
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.session = session
@@ -152,6 +154,9 @@ class LocalStack:
         self.row_checks: dict[str, RowCheck] = {}
         for name, attribute in (one_row_per_event or {}).items():
             self.expect_one_row_per_event(name, attribute)
+        self.expected_alarms: set[str] = set()
+        for alarm in expect_alarms:
+            self.expect_alarm(alarm)
 
     # --- what the stack is -----------------------------------------------------------------------
     @property
@@ -191,6 +196,19 @@ class LocalStack:
                 f"--one-row-per-event {found.name}={attribute}@<table name>"
             )
         self.row_checks[found.name] = RowCheck(attribute, table)
+
+    def expect_alarm(self, name: str) -> None:
+        """Declare that the run trips the alarm ``name`` (its name or resource name): the
+        report then fails if it is NOT in ALARM, instead of failing because it is (a scenario
+        that sends poison expects its DLQ alarm; one that injects a crash, its errors alarm).
+        LocalError listing the stack's alarms for a name it has none of."""
+        alarms = self.session.registry.alarms
+        for alarm in alarms:
+            if name in (alarm.name, alarm.logical_name):
+                self.expected_alarms.add(alarm.name)
+                return
+        known = ", ".join(sorted(a.name for a in alarms)) or "none"
+        raise LocalError(f"no alarm {name!r} in stack {self.stack}; its alarms: {known}")
 
     # --- traffic -------------------------------------------------------------------------------
     def send(
@@ -311,7 +329,9 @@ class LocalStack:
             summary = self._summary(consumer, verdicts)
             owned.update(a.name for a in summary.alarms)
             report.consumers[consumer.name] = summary
-        report.stack_alarms = [_state(v) for v in verdicts if v.alarm.name not in owned]
+        report.stack_alarms = [
+            _state(v, self.expected_alarms) for v in verdicts if v.alarm.name not in owned
+        ]
         report.fires = list(self.fires)
         report.notes.append(
             "failed records were made visible again at once instead of after the queue's "
@@ -348,14 +368,12 @@ class LocalStack:
                 reasons = message.reasons()
                 kind = reasons.get("failure_kind") or reasons.get("failure_class")
                 reason = reasons.get("failure_reason")
-                summary.dlq_reasons[
-                    f"{kind or '-'}: {reason}"
-                    if reason
-                    else "no reason attached: moved by SQS after maxReceiveCount receives"
-                ] += 1
+                summary.dlq_reasons[f"{kind or '-'}: {reason}" if reason else NO_REASON] += 1
         counts = queue_counts(self.sqs, consumer.queue_url)
         summary.left_in_queue = counts["visible"] + counts["in_flight"]
-        summary.alarms = [_state(v) for v in verdicts if consumer.owns(v.alarm)]
+        summary.alarms = [
+            _state(v, self.expected_alarms) for v in verdicts if consumer.owns(v.alarm)
+        ]
         check = self.row_checks.get(consumer.name)
         if check is not None:
             summary.checks.append(self._row_check(consumer, check))
@@ -386,7 +404,7 @@ class LocalStack:
         self.session.close()
 
 
-def _state(verdict: AlarmVerdict) -> AlarmState:
+def _state(verdict: AlarmVerdict, expected: set[str]) -> AlarmState:
     return AlarmState(
         name=verdict.alarm.name,
         metric=verdict.alarm.metric_name or "(metric math)",
@@ -395,6 +413,7 @@ def _state(verdict: AlarmVerdict) -> AlarmState:
         comparison=verdict.alarm.comparison_operator,
         threshold=verdict.alarm.threshold,
         basis=verdict.basis,
+        expected=verdict.alarm.name in expected,
     )
 
 
@@ -403,6 +422,7 @@ def start_local_stack(
     stack: str = "dev",
     *,
     one_row_per_event: Mapping[str, str] | None = None,
+    expect_alarms: Iterable[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> LocalStack:
     """Start an emulator in the stack's region, deploy the stack into it and return it running
@@ -431,9 +451,18 @@ def start_local_stack(
         emulator.stop()
         raise
     session = StackSession(result.registry, emulator.endpoint_url, emulator, result)
-    local = LocalStack(
-        session, project, stack, one_row_per_event=one_row_per_event, progress=progress
-    )
+    try:
+        local = LocalStack(
+            session,
+            project,
+            stack,
+            one_row_per_event=one_row_per_event,
+            expect_alarms=expect_alarms,
+            progress=progress,
+        )
+    except BaseException:  # a declaration naming what the stack does not have
+        session.close()
+        raise
     local.install()
     return local
 
@@ -444,11 +473,16 @@ def local_stack(
     stack: str = "dev",
     *,
     one_row_per_event: Mapping[str, str] | None = None,
+    expect_alarms: Iterable[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> Iterator[LocalStack]:
     """``start_local_stack`` as a context manager: the emulator stops on exit."""
     local = start_local_stack(
-        project_dir, stack, one_row_per_event=one_row_per_event, progress=progress
+        project_dir,
+        stack,
+        one_row_per_event=one_row_per_event,
+        expect_alarms=expect_alarms,
+        progress=progress,
     )
     try:
         yield local

@@ -34,6 +34,7 @@ from idempotent_messaging.runtime.claims import (
     state_key,
 )
 from idempotent_messaging.runtime.errors import (
+    CONFIGURATION_FAILURE_CLASS,
     ConfigurationError,
     PluginError,
     PoisonKind,
@@ -657,7 +658,7 @@ def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:
         record_outcome(
             Outcome.FAILED,
             message_id=raw.get("messageId"),
-            failure_class="configuration",
+            failure_class=CONFIGURATION_FAILURE_CLASS,
             reason=reason,
         )
         failures.append({"itemIdentifier": raw.get("messageId")})

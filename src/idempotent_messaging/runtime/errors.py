@@ -56,6 +56,12 @@ class ConfigurationError(Exception):
     """The function is deployed with invalid settings; no record can be processed."""
 
 
+CONFIGURATION_FAILURE_CLASS = "configuration"
+"""The ``failure_class`` of a record failed for a ConfigurationError (its outcome line): every
+record fails until the function is redeployed, so SQS dead-letters them all (the local
+report's verdict reads it)."""
+
+
 class PoisonMessage(Exception):
     """A message that can never succeed; it is quarantined with ``kind`` and ``reason``.
 

@@ -36,7 +36,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,7 @@ def check_report(
     changes, destroy, source = [], False, "program"
     plan: list[Violation] = []
     # Whatever the program prints goes to stderr: stdout carries the (JSON/SARIF) report.
-    with contextlib.redirect_stdout(sys.stderr):
+    with _stdout_to_stderr():
         if state is not None:
             paths = [state] if isinstance(state, (str, os.PathLike)) else list(state)
             document = load_documents(paths, source_root=project)
@@ -132,6 +132,26 @@ def check_report(
     # run to run; reports in source order are stable (diffable in CI) and read top-down.
     violations.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
     return Report(run, violations, rule_errors, changes, destroy, source)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Python's stdout AND file descriptor 1 to stderr: a child process the program starts
+    (``subprocess.run(["git", ...])``) writes to the descriptor, not to ``sys.stdout``."""
+    sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 to redirect (a closed stream): Python's alone
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _project_file(directory: Path) -> Path | None:

@@ -47,7 +47,12 @@ def run_on_emulator() -> dict[str, Any]:
 
     faults = FaultInjector()
     declared = {"invoicing-charges": "invoice_key"}
-    with local_stack(EXAMPLE, STACK, one_row_per_event=declared) as s, faults.installed():
+    # The injected crash below is an invocation error: the charge consumer's errors alarm fires.
+    expected = ["invoicing-dev-charges-consumer-errors"]
+    with (
+        local_stack(EXAMPLE, STACK, one_row_per_event=declared, expect_alarms=expected) as s,
+        faults.installed(),
+    ):
         ddb = s.client("dynamodb")
         table = s.outputs["customers_table_name"]
         for i in range(6):

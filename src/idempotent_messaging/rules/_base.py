@@ -1,4 +1,6 @@
-"""What a rule is: its check and, beside it, its name, description, level, remediation, schema.
+"""What a rule is: its check and, beside it, its name, description, level, remediation, schema,
+the AWS rule it enforces, the AWS defaults it applies to absent properties, and what it does
+NOT cover (each boundary named with the test that shows it).
 
 A rule module declares rules with the `stack_rule` / `resource_rule` decorators; `policy.pack`
 finds every `Rule` in the modules of `policy.rules` and turns it into a pulumi-policy policy.
@@ -20,6 +22,18 @@ MANDATORY: Level = "mandatory"
 ADVISORY: Level = "advisory"
 
 
+BOUNDARY_TESTS = "tests/policy/test_rule_boundaries.py"
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A case the rule does NOT cover, said in one sentence, and the test of `BOUNDARY_TESTS`
+    (a function name) that shows the rule staying silent there."""
+
+    text: str
+    test: str
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -29,6 +43,13 @@ class Rule:
     kind: Literal["stack", "resource"]
     check: Callable[..., list[Any]]
     config_schema: Mapping[str, Mapping[str, Any]] | None = None
+    # The AWS rule the check enforces, with the document (and section) that states it.
+    enforces: str = ""
+    # The AWS defaults the check applies to an absent property (an absent property is never a
+    # missing setting by itself: AWS applies its default, and the check judges that value).
+    defaults: str = ""
+    # What the rule does NOT cover, each with the test that shows the boundary.
+    boundaries: tuple[Boundary, ...] = ()
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.check(*args)
@@ -50,11 +71,26 @@ def stack_rule(
     level: Level,
     remediation: str,
     schema: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    enforces: str = "",
+    defaults: str = "",
+    boundaries: tuple[Boundary, ...] = (),
 ) -> Callable[[StackCheck], Rule]:
     """Declare a stack rule: `check(graph, config) -> [(urn, message)]`."""
 
     def wrap(check: StackCheck) -> Rule:
-        return Rule(name, description, level, remediation, "stack", check, schema)
+        return Rule(
+            name,
+            description,
+            level,
+            remediation,
+            "stack",
+            check,
+            schema,
+            enforces=enforces,
+            defaults=defaults,
+            boundaries=boundaries,
+        )
 
     return wrap
 
@@ -65,10 +101,25 @@ def resource_rule(
     level: Level,
     remediation: str,
     schema: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    enforces: str = "",
+    defaults: str = "",
+    boundaries: tuple[Boundary, ...] = (),
 ) -> Callable[[ResourceCheck], Rule]:
     """Declare a resource rule: `check(resource_type, props, name, config) -> [message]`."""
 
     def wrap(check: ResourceCheck) -> Rule:
-        return Rule(name, description, level, remediation, "resource", check, schema)
+        return Rule(
+            name,
+            description,
+            level,
+            remediation,
+            "resource",
+            check,
+            schema,
+            enforces=enforces,
+            defaults=defaults,
+            boundaries=boundaries,
+        )
 
     return wrap

@@ -7,6 +7,7 @@ from typing import Any
 
 from ._base import (
     MANDATORY,
+    Boundary,
     Finding,
     stack_rule,
 )
@@ -20,6 +21,28 @@ from .values import is_unknown
     MANDATORY,
     "Set function_response_types=['ReportBatchItemFailures'] and return batchItemFailures "
     "from the handler.",
+    enforces=(
+        "Without ReportBatchItemFailures, one failing message makes Lambda return the "
+        "whole batch to the queue (Lambda Developer Guide, 'Handling errors for an SQS "
+        "event source in Lambda': implementing partial batch responses)."
+    ),
+    defaults=(
+        "No function_response_types: no partial batch response (AWS's default), so a "
+        "failure retries the whole batch; this rule demands the setting."
+    ),
+    boundaries=(
+        Boundary(
+            ("Mappings of streams, Kafka, MQ and DocumentDB (they report failures differently)."),
+            "test_batch_item_failures_rule_ignores_mappings_of_other_sources",
+        ),
+        Boundary(
+            (
+                "Whether the handler returns batchItemFailures (the pack sees the mapping, not "
+                "the code)."
+            ),
+            "test_batch_item_failures_rule_cannot_see_the_handlers_response",
+        ),
+    ),
 )
 def esm_reports_batch_item_failures(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     """Only SQS mappings: streams report failures differently and need no such setting.

@@ -8,6 +8,7 @@ from typing import Any
 
 from ._base import (
     ADVISORY,
+    Boundary,
     Finding,
     resource_rule,
     stack_rule,
@@ -53,6 +54,23 @@ def _truthy(value: Any) -> bool:
     "SQS queues declare encryption at rest (SSE-SQS or KMS).",
     ADVISORY,
     "Set sqs_managed_sse_enabled=True or kms_master_key_id.",
+    enforces=(
+        "SQS encrypts messages at rest with SSE-SQS or a KMS key (SQS Developer Guide, "
+        "'Encryption at rest')."
+    ),
+    defaults=(
+        "Neither set: whatever the account's default is at creation (SSE-SQS for queues "
+        "created by the API since 2022), which the program does not say."
+    ),
+    boundaries=(
+        Boundary(
+            (
+                "Which key: any KMS key or SSE-SQS passes (delivery-permission-granted judges "
+                "whether services may use it)."
+            ),
+            "test_queue_encryption_rule_accepts_any_key",
+        ),
+    ),
 )
 def sqs_queue_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -81,6 +99,20 @@ def sqs_queue_encrypted(
     ADVISORY,
     "Set kms_master_key_id to a customer-managed key whose policy lets the publishers "
     "(CloudWatch, EventBridge, ...) use it.",
+    enforces=(
+        "SNS encrypts messages at rest only with a KMS key set on the topic (SNS "
+        "Developer Guide, 'Encryption at rest')."
+    ),
+    defaults="No kms_master_key_id: unencrypted at rest, SNS's default.",
+    boundaries=(
+        Boundary(
+            (
+                "Whether the key's policy lets the publishers use it (delivery-permission-granted "
+                "and sqs-dlq-has-alarm judge what they need)."
+            ),
+            "test_topic_encryption_rule_does_not_read_the_key_policy",
+        ),
+    ),
 )
 def sns_topic_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -132,6 +164,19 @@ def wildcard_actions(doc: Any, allowed: set[str]) -> list[str]:
     ADVISORY,
     "List the exact actions instead of service:* or *.",
     {"allowedActions": strings([])},
+    enforces=(
+        "A wildcard action grants every current and future action of the service (IAM "
+        "User Guide, 'Grant least privilege')."
+    ),
+    boundaries=(
+        Boundary(
+            (
+                "Wildcards in Resource (iam-data-actions-name-resources judges those) and Deny "
+                "statements."
+            ),
+            "test_wildcard_rule_checks_allowed_actions_not_resources",
+        ),
+    ),
 )
 def iam_no_wildcard_actions(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -184,6 +229,17 @@ def denies_insecure_transport(doc: Any) -> bool:
     "SQS queue policies deny requests that do not use TLS (aws:SecureTransport).",
     ADVISORY,
     "Add a Deny statement on aws:SecureTransport=false to the queue policy.",
+    enforces=(
+        "A Deny on aws:SecureTransport false refuses plain-HTTP requests (SQS Developer "
+        "Guide, 'Security best practices': enforce encryption of data in transit)."
+    ),
+    defaults="No queue policy: HTTP requests are accepted.",
+    boundaries=(
+        Boundary(
+            "A queue whose policy is unknown in a preview.",
+            "test_tls_rule_leaves_an_unknown_policy_to_up",
+        ),
+    ),
 )
 def sqs_queue_tls_only(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     policies: dict[str, list[Any]] = {}
@@ -263,6 +319,17 @@ IDENTITY_POLICY_TYPES = frozenset(
     "the resources instead of Resource '*'.",
     ADVISORY,
     "Replace Resource '*' with the ARNs of the queues, tables, topics or functions used.",
+    enforces=(
+        "Data-plane actions that support resource-level permissions can be scoped to "
+        "named ARNs (Service Authorization Reference; IAM User Guide, 'Grant least "
+        "privilege')."
+    ),
+    boundaries=(
+        Boundary(
+            "Conditions that narrow a Resource '*' grant (aws:ResourceTag, aws:SourceArn).",
+            "test_data_actions_rule_does_not_read_conditions",
+        ),
+    ),
 )
 def iam_data_actions_name_resources(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]

@@ -43,6 +43,7 @@ from typing import Any
 from .analyzer import Violation, analyze_with_errors, load_config_file
 from .answers import Answers, load_answers
 from .errors import ConfigRefusedError, OfflineCheckError, PartialDocumentError, ProgramError
+from .places import place
 from .plan import PLAN_POLICY, plan_findings, plan_level
 from .refusal import refusal_of
 from .report import (
@@ -93,12 +94,14 @@ def check_report(
     config.pop(PLAN_POLICY, None)  # the engine's own check, not a policy of the pack
     changes, destroy, source = [], False, "program"
     plan: list[Violation] = []
+    document_files: list[Path] = []
     # Whatever the program prints goes to stderr: stdout carries the (JSON/SARIF) report.
     with contextlib.redirect_stdout(sys.stderr):
         if state is not None:
             paths = [state] if isinstance(state, (str, os.PathLike)) else list(state)
             document = load_documents(paths, source_root=project)
             run, changes, destroy = document.run, document.changes, document.destroy
+            document_files = list(document.files)
             source = "preview" if document.is_preview else "export"
             plan = plan_findings(document, level)
         else:
@@ -111,17 +114,14 @@ def check_report(
                 refused = refusal_of(exc, project, stack)
                 if refused is None:
                     raise
-                root = repo_root(Path(project).resolve())
-                refused.file = _relative(refused.file, root)
-                refused.program_file = _relative(refused.program_file, root)
-                raise refused from None
+                raise _located(refused, project) from None
+            except ConfigRefusedError as refused:  # refused before it ran (a plaintext secret)
+                raise _located(refused, project) from None
         violations, rule_errors = analyze_with_errors(run, config)
     root = repo_root(run.project.directory)
-    fallback = _project_file(run.project.directory)
-    for v in plan:
-        if v.file is None and fallback is not None:
-            v.file = str(fallback)  # nothing better than the project: annotate Pulumi.yaml
     violations += plan
+    # Every finding has a place: the program line, else the stack file, else the document.
+    place(violations, run.project.directory, run.stack, document_files)
     for v in violations:
         v.file = _relative(v.file, root)
         v.component_file = _relative(v.component_file, root)
@@ -134,10 +134,12 @@ def check_report(
     return Report(run, violations, rule_errors, changes, destroy, source)
 
 
-def _project_file(directory: Path) -> Path | None:
-    return next(
-        (directory / n for n in ("Pulumi.yaml", "Pulumi.yml") if (directory / n).exists()), None
-    )
+def _located(refused: ConfigRefusedError, project: str | os.PathLike[str]) -> ConfigRefusedError:
+    """The refusal with its files relative to the repository (as SARIF and the text show)."""
+    root = repo_root(Path(project).resolve())
+    refused.file = _relative(refused.file, root)
+    refused.program_file = _relative(refused.program_file, root)
+    return refused
 
 
 def check(

@@ -253,7 +253,7 @@ def to_text(
     for v in sorted(
         violations, key=lambda v: (order.get(v.enforcement, 2), v.file or "", v.line or 0)
     ):
-        where = f"{v.file}:{v.line}" if v.file else "<no source position>"
+        where = (f"{v.file}:{v.line}" if v.line else v.file) if v.file else "<no source position>"
         lines.append(f"{where}: [{v.enforcement}] {v.policy}: {v.type} '{v.name}'")
         if v.component_file:
             lines.append(f"    (component instantiated at {v.component_file}:{v.component_line})")

@@ -1,7 +1,7 @@
 """Offline policy check: run a Pulumi Python project under mocks and analyze it with the pack.
 
     idempotent-messaging-check --project DIR --stack NAME [--preview] [--config FILE]
-                           [--answers FILE] [--package-path DIR ...]
+                           [--answers FILE] [--package-path DIR ...] [--remediate]
                            [--format text|json|sarif] [--output FILE]
     idempotent-messaging-check --state FILE [--state EXPORT] [--project DIR] [--config FILE]
                            [--format ...] [--output FILE]
@@ -46,6 +46,7 @@ from .errors import ConfigRefusedError, OfflineCheckError, PartialDocumentError,
 from .places import place
 from .plan import PLAN_POLICY, plan_findings, plan_level
 from .refusal import refusal_of
+from .remediation import remediate_run, remediating, with_remediation
 from .report import (
     EXIT_NO_VERDICT,
     EXIT_REFUSED,
@@ -84,6 +85,7 @@ def check_report(
     answers: Answers | str | os.PathLike[str] | None = None,
     package_paths: Iterable[str | os.PathLike[str]] = (),
     state: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    remediate: bool = False,
 ) -> Report:
     """Run the project (or read the `state` file(s): a stack export, a preview JSON, or both;
     `project` is then the sources' directory) and analyze it; raises OfflineCheckError
@@ -92,6 +94,11 @@ def check_report(
     config = dict(config or {})
     level = plan_level(config)
     config.pop(PLAN_POLICY, None)  # the engine's own check, not a policy of the pack
+    # `--remediate` applies every remediation the pack has, as a team that sets each
+    # remediable rule to `remediate` would get them; the re-check keeps the configured levels
+    # (a rule the config itself sets to `remediate` reports what it cannot fix as mandatory,
+    # as pulumi-policy does).
+    fixing = with_remediation(config) if remediate else config
     changes, destroy, source = [], False, "program"
     plan: list[Violation] = []
     document_files: list[Path] = []
@@ -117,6 +124,8 @@ def check_report(
                 raise _located(refused, project) from None
             except ConfigRefusedError as refused:  # refused before it ran (a plaintext secret)
                 raise _located(refused, project) from None
+        # The engine remediates each resource before it analyzes it: so does the check.
+        remediations = remediate_run(run, fixing) if remediating(fixing) else []
         violations, rule_errors = analyze_with_errors(run, config)
     root = repo_root(run.project.directory)
     violations += plan
@@ -125,13 +134,16 @@ def check_report(
     for v in violations:
         v.file = _relative(v.file, root)
         v.component_file = _relative(v.component_file, root)
+    for rem in remediations:
+        rem.file = _relative(rem.file, root)
+    remediations.sort(key=lambda r: (r.file or "", r.line or 0, r.policy, r.urn, r.property))
     for r in run.resources:
         if r.remote:
             r.source_file = _relative(r.source_file, root)
     # The SDK registers independent resources concurrently, so the engine's order varies from
     # run to run; reports in source order are stable (diffable in CI) and read top-down.
     violations.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
-    return Report(run, violations, rule_errors, changes, destroy, source)
+    return Report(run, violations, rule_errors, changes, destroy, source, remediations, root)
 
 
 def _located(refused: ConfigRefusedError, project: str | os.PathLike[str]) -> ConfigRefusedError:
@@ -243,6 +255,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="extra directory of packages the program imports (repeatable)",
     )
+    parser.add_argument(
+        "--remediate",
+        action="store_true",
+        help="apply the pack's remediations (every remediable rule the config leaves at its "
+        "default level set to `remediate`), report each change, check the remediated stack",
+    )
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     parser.add_argument("--output", help="write the report to this file instead of stdout")
     args = parser.parse_args(argv)
@@ -261,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             answers=answers,
             package_paths=args.package_path,
             state=args.state,
+            remediate=args.remediate,
         )
         if args.format == "json":  # via this module's name: a test breaks it here
             text = json.dumps(
@@ -270,6 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     report.rule_errors,
                     changes=report.changes,
                     destroy=report.destroy,
+                    remediations=report.remediations,
                 ),
                 indent=2,
             )

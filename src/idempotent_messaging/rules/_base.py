@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Finding = tuple[str, str]  # (urn the violation is attached to, message)
+# A remediation: (resource type, the resource's inputs as the engine hands them to a policy
+# pack (unknown values as the engine's sentinels, secrets wrapped), config) -> the resource's
+# new inputs, or None when this rule has nothing it may change on it.
+Remedy = Callable[[str, dict[str, Any], Mapping[str, Any]], dict[str, Any] | None]
 StackCheck = Callable[..., list[Finding]]  # (graph, config) -> findings
 ResourceCheck = Callable[..., list[str]]  # (type, props, name, config) -> messages
 Level = Literal["mandatory", "advisory"]
@@ -50,6 +54,11 @@ class Rule:
     defaults: str = ""
     # What the rule does NOT cover, each with the test that shows the boundary.
     boundaries: tuple[Boundary, ...] = ()
+    # The fix the pack applies itself when the rule's enforcement level is `remediate` (one
+    # resource's inputs, as CrossGuard remediates), and what it sets, for the catalogue; a rule
+    # without `remedy` may still say in `remedies` why it cannot remediate.
+    remedy: Remedy | None = None
+    remedies: str = ""
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.check(*args)
@@ -75,6 +84,8 @@ def stack_rule(
     enforces: str = "",
     defaults: str = "",
     boundaries: tuple[Boundary, ...] = (),
+    remedy: Remedy | None = None,
+    remedies: str = "",
 ) -> Callable[[StackCheck], Rule]:
     """Declare a stack rule: `check(graph, config) -> [(urn, message)]`."""
 
@@ -90,6 +101,8 @@ def stack_rule(
             enforces=enforces,
             defaults=defaults,
             boundaries=boundaries,
+            remedy=remedy,
+            remedies=remedies,
         )
 
     return wrap
@@ -105,6 +118,8 @@ def resource_rule(
     enforces: str = "",
     defaults: str = "",
     boundaries: tuple[Boundary, ...] = (),
+    remedy: Remedy | None = None,
+    remedies: str = "",
 ) -> Callable[[ResourceCheck], Rule]:
     """Declare a resource rule: `check(resource_type, props, name, config) -> [message]`."""
 
@@ -120,6 +135,8 @@ def resource_rule(
             enforces=enforces,
             defaults=defaults,
             boundaries=boundaries,
+            remedy=remedy,
+            remedies=remedies,
         )
 
     return wrap

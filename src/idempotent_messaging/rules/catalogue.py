@@ -5,7 +5,8 @@
     python -m idempotent_messaging.rules.catalogue --check docs/policy.md  # exit 1 when stale
 
 The block between the markers holds three tables: every rule (name, level, whether it checks
-one resource or the whole stack, description, remediation); per rule, the AWS rule it enforces
+one resource or the whole stack, description, remediation steps, and what the pack fixes itself
+at enforcement level `remediate`); per rule, the AWS rule it enforces
 (with the document that states it), the AWS defaults it applies to absent properties, and what
 it does NOT cover (each boundary with the test in `tests/policy/test_rule_boundaries.py` that
 shows it); and every configurable threshold (the rule's config schema with its defaults). All
@@ -70,10 +71,13 @@ def rules() -> list[Rule]:
 
 def rule_table(found: Sequence[Rule]) -> list[str]:
     lines = [
-        _row(("Rule", "Level", "Checks", "What it checks", "Fix")),
-        _row(("---",) * 5),
+        _row(
+            ("Rule", "Level", "Checks", "What it checks", "Fix", "Remediates (level `remediate`)")
+        ),
+        _row(("---",) * 6),
     ]
     for rule in found:
+        remedy = ("Yes: " if rule.remedy is not None else "") + rule.remedies
         lines.append(
             _row(
                 (
@@ -82,6 +86,7 @@ def rule_table(found: Sequence[Rule]) -> list[str]:
                     KINDS.get(rule.kind, rule.kind),
                     rule.description,
                     rule.remediation,
+                    remedy or "No: the fix needs a decision (which queue, topic or value).",
                 )
             )
         )

@@ -7,6 +7,7 @@ take the AWS default; unknown values (preview) make a rule skip that one check, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +40,21 @@ from .graph import (
     resource_name_from_ref,
 )
 from .values import is_unknown
+
+# Why the pack cannot remediate these itself (catalogue column).
+_VISIBILITY_NOT_REMEDIATED = (
+    "Not by the pack: the fix needs the consumer (its function's timeout and the mapping's "
+    "batching window), which a CrossGuard remediation cannot see: it gets one resource's "
+    "inputs at its registration, before the mapping that links it to its consumer exists, and "
+    "stack policies cannot remediate. The finding gives the value "
+    "(limits.recommended_visibility_timeout)."
+)
+_RETENTION_NOT_REMEDIATED = (
+    "Not by the pack: the DLQ registers before the source queue that names it, and a "
+    "CrossGuard remediation sees one resource's inputs at its registration (stack policies "
+    "cannot remediate); the finding gives the retention to set (up to "
+    "limits.SQS_MAX_RETENTION_S)."
+)
 
 
 def _num(node: Node, prop: str, default: float) -> Any:
@@ -82,6 +98,7 @@ def _consumers(graph: Graph) -> list[tuple[Mapping_, Node, Node]]:
         "function's timeout (Lambda API reference, CreateEventSourceMapping; 'Using "
         "Lambda with Amazon SQS')."
     ),
+    remedies=_VISIBILITY_NOT_REMEDIATED,
     defaults=(
         "No visibility_timeout_seconds: 30 s, SQS's default; no function timeout: 3 s, "
         "Lambda's default; both compared like any value."
@@ -139,6 +156,7 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
         "(Lambda Developer Guide, 'Using Lambda with Amazon SQS': queue configuration), "
         "plus the batching window the batch waits before the function starts."
     ),
+    remedies=_VISIBILITY_NOT_REMEDIATED,
     defaults=(
         "No visibility_timeout_seconds: 30 s; no function timeout: 3 s; no batching window: 0 s."
     ),
@@ -257,6 +275,7 @@ def _dlq_pairs(graph: Graph) -> list[tuple[Node, Node]]:
         "the DLQ's retention counts from the original send (SQS Developer Guide, 'Using "
         "dead-letter queues': set the DLQ's retention longer than the source's)."
     ),
+    remedies=_RETENTION_NOT_REMEDIATED,
     defaults=(
         "No message_retention_seconds: 345,600 s (4 days), SQS's default, compared like any value."
     ),
@@ -452,6 +471,32 @@ def dlq_allows_redrive_from_source(graph: Graph, config: Mapping[str, Any]) -> l
     return findings
 
 
+def remedy_max_receive_count(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """maxReceiveCount moved to the nearest value of the configured range
+    (`limits.max_receive_count_in_range`), in a redrive policy whose JSON is known; every other
+    key of the document stays as it was."""
+    if resource_type not in (QUEUE, REDRIVE_POLICY):
+        return None
+    raw = props.get("redrivePolicy")
+    if not isinstance(raw, str) or is_unknown(raw):
+        return None  # unknown in a preview, or a secret: never touched
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    count = as_number(doc.get("maxReceiveCount")) if isinstance(doc, dict) else None
+    if not isinstance(count, float):
+        return None  # absent or not a number: which count is a decision, not a remediation
+    lo = float(config.get("min", limits.DEFAULT_MIN_MAX_RECEIVE_COUNT))
+    hi = float(config.get("max", limits.DEFAULT_MAX_MAX_RECEIVE_COUNT))
+    fixed = limits.max_receive_count_in_range(count, lo, hi)
+    if fixed == count:
+        return None
+    return {**props, "redrivePolicy": json.dumps({**doc, "maxReceiveCount": fixed})}
+
+
 @resource_rule(
     "sqs-max-receive-count-in-range",
     "A redrive policy's maxReceiveCount lies in a sane range (default 3..20).",
@@ -470,6 +515,9 @@ def dlq_allows_redrive_from_source(graph: Graph, config: Mapping[str, Any]) -> l
         "No redrive policy: nothing to judge (sqs-lambda-source-has-dlq demands one); a redrive "
         "policy without maxReceiveCount has no default: SQS refuses it."
     ),
+    remedy=remedy_max_receive_count,
+    remedies="maxReceiveCount of a known redrive policy moved into the configured range (the "
+    "nearest bound, limits.max_receive_count_in_range); an absent count is left alone.",
     boundaries=(
         Boundary(
             (

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import limits
 from ._base import (
     MANDATORY,
     Boundary,
@@ -25,10 +26,48 @@ from .values import is_unknown
 
 # EventBridge Scheduler's own ceilings, which are also its defaults when no retry policy (or no
 # field of one) is set (Scheduler API reference, RetryPolicy).
-MAX_RETRY_ATTEMPTS = 185
-MAX_EVENT_AGE_S = 86400
+MAX_RETRY_ATTEMPTS = limits.SCHEDULER_MAX_RETRY_ATTEMPTS
+MAX_EVENT_AGE_S = limits.SCHEDULER_MAX_EVENT_AGE_S
 DEFAULT_RETRY_ATTEMPTS = MAX_RETRY_ATTEMPTS
 DEFAULT_EVENT_AGE_S = MAX_EVENT_AGE_S
+
+
+def remedy_schedule_retry(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """A retry policy within the configured bounds: each field that exceeds its bound (an
+    absent field counts at Scheduler's default) lowered to the bound. The DLQ is a decision
+    (which queue): never added."""
+    if resource_type != SCHEDULE:
+        return None
+    target = props.get("target")
+    if not isinstance(target, dict):
+        return None
+    retry = target.get("retryPolicy")
+    if retry is None:
+        retry = {}
+    if not isinstance(retry, dict):
+        return None  # unknown, or a secret
+    bounds = {
+        "maximumRetryAttempts": (
+            float(config.get("maxRetryAttempts", MAX_RETRY_ATTEMPTS)),
+            DEFAULT_RETRY_ATTEMPTS,
+        ),
+        "maximumEventAgeInSeconds": (
+            float(config.get("maxEventAgeSeconds", MAX_EVENT_AGE_S)),
+            DEFAULT_EVENT_AGE_S,
+        ),
+    }
+    fixed = dict(retry)
+    for key, (bound, default) in bounds.items():
+        value = as_number(retry.get(key))
+        if value is None:
+            value = float(default)
+        if isinstance(value, float) and value > bound:
+            fixed[key] = int(bound)
+    if fixed == retry:
+        return None
+    return {**props, "target": {**target, "retryPolicy": fixed}}
 
 
 @resource_rule(
@@ -41,6 +80,10 @@ DEFAULT_EVENT_AGE_S = MAX_EVENT_AGE_S
         "maxRetryAttempts": number(MAX_RETRY_ATTEMPTS),
         "maxEventAgeSeconds": number(MAX_EVENT_AGE_S, 60),
     },
+    remedy=remedy_schedule_retry,
+    remedies="target.retry_policy fields above the configured bounds (an absent one counts at "
+    "Scheduler's default) lowered to the bound; a missing DLQ is not added (which queue is a "
+    "decision).",
     enforces="Scheduler drops an invocation that exhausts its retry policy unless the target "
     "has a dead-letter queue (EventBridge Scheduler User Guide, 'Configuring a dead-letter "
     "queue for EventBridge Scheduler').",

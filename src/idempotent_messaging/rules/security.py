@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from .. import limits
 from ._base import (
     ADVISORY,
     Boundary,
@@ -49,11 +51,28 @@ def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+def remedy_queue_encryption(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """SSE-SQS on (`sqs_managed_sse_enabled=True`) for a queue that names no KMS key: SQS
+    encrypts with a key it owns, which every service that delivers to queues may use (unlike
+    the AWS-managed alias/aws/sqs key)."""
+    if resource_type != QUEUE:
+        return None
+    kms, sse = props.get("kmsMasterKeyId"), props.get("sqsManagedSseEnabled")
+    if not (kms is None or kms == "") or not (sse is None or sse is False or sse == "false"):
+        return None  # a key (or an unknown or secret value), or already on
+    return {**props, "sqsManagedSseEnabled": True}
+
+
 @resource_rule(
     "sqs-queue-encrypted",
     "SQS queues declare encryption at rest (SSE-SQS or KMS).",
     ADVISORY,
     "Set sqs_managed_sse_enabled=True or kms_master_key_id.",
+    remedy=remedy_queue_encryption,
+    remedies="sqs_managed_sse_enabled=True on a queue that names no KMS key (SSE-SQS, which "
+    "every delivering service may use).",
     enforces=(
         "SQS encrypts messages at rest with SSE-SQS or a KMS key (SQS Developer Guide, "
         "'Encryption at rest')."
@@ -224,11 +243,43 @@ def denies_insecure_transport(doc: Any) -> bool:
     return False
 
 
+def remedy_tls_only(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The TLS-only Deny statement (`limits.tls_only_statement`) appended to a known queue
+    policy document (an aws.sqs.QueuePolicy's, or a queue's inline one) that lacks it, on the
+    queue ARN its statements name. A queue without a policy is left alone: its policy may be
+    an aws.sqs.QueuePolicy the pack has not seen yet, and two would overwrite each other."""
+    if resource_type not in (QUEUE, QUEUE_POLICY):
+        return None
+    raw = props.get("policy")
+    if not isinstance(raw, str) or is_unknown(raw):
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or denies_insecure_transport(doc):
+        return None
+    resources = {st.get("Resource") for st in statements(doc)}
+    if len(resources) != 1:
+        return None  # no statement, or several resources: which queue is not for us to guess
+    resource = resources.pop()
+    if not isinstance(resource, str) or is_unknown(resource) or ":sqs:" not in resource:
+        return None
+    added = [*statements(doc), limits.tls_only_statement(resource)]
+    return {**props, "policy": json.dumps({**doc, "Statement": added})}
+
+
 @stack_rule(
     "sqs-queue-tls-only",
     "SQS queue policies deny requests that do not use TLS (aws:SecureTransport).",
     ADVISORY,
     "Add a Deny statement on aws:SecureTransport=false to the queue policy.",
+    remedy=remedy_tls_only,
+    remedies="The Deny aws:SecureTransport=false statement (limits.tls_only_statement) appended "
+    "to a known queue policy (aws.sqs.QueuePolicy or inline) that names one queue; a queue "
+    "without any policy is left alone.",
     enforces=(
         "A Deny on aws:SecureTransport false refuses plain-HTTP requests (SQS Developer "
         "Guide, 'Security best practices': enforce encryption of data in transit)."

@@ -58,7 +58,6 @@ def flagged(rule: str, *nodes: Node) -> set[str]:
 
 FN = function()
 FN_ARN = FN.get("arn")
-DEP = {"prop": [FN.urn]}  # replaced by the property each caller depends on
 
 
 def _dep(prop: str) -> dict[str, list[str]]:

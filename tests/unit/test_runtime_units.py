@@ -126,7 +126,8 @@ def test_exceptions_map_to_one_failure_class(error: BaseException, expected: Fai
         ("ThrottlingError", False, FailureClass.TRANSIENT),
         ("ProvisionedThroughputExceeded", False, FailureClass.TRANSIENT),
         ("ValidationError", False, FailureClass.PERMANENT),
-        ("ItemCollectionSizeLimitExceeded", False, FailureClass.PERMANENT),
+        # DynamoDB developer guide, "Error handling with DynamoDB": "OK to retry? Yes".
+        ("ItemCollectionSizeLimitExceeded", False, FailureClass.TRANSIENT),
     ],
 )
 def test_cancellation_reasons_map_to_failure_classes(

@@ -7,7 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from idempotent_messaging.runtime.errors import PoisonKind, PoisonMessage, SchemaError
+from idempotent_messaging.runtime.errors import (
+    FailureClass,
+    PoisonKind,
+    PoisonMessage,
+    SchemaError,
+    classify_entry,
+)
 from idempotent_messaging.runtime.settings import is_fifo
 
 PUBLISH_BATCH_MAX_ENTRIES = 10
@@ -74,6 +80,9 @@ class PublishResult:
     message_id: str | None = None
     error: str | None = None
     sender_fault: bool = False
+    failure_class: FailureClass | None = None
+    """A failed entry's class, by its CODE (``errors.classify_entry``), as the same code on
+    the whole call: ``KMSThrottling`` is a sender fault and transient."""
 
 
 class Notifier:
@@ -109,6 +118,7 @@ class Notifier:
             results[bad["Id"]] = PublishResult(
                 error=f"{bad.get('Code')}: {bad.get('Message', '')}",
                 sender_fault=bool(bad.get("SenderFault")),
+                failure_class=classify_entry("sns", str(bad.get("Code") or "")),
             )
         return results
 

@@ -72,8 +72,7 @@ class FakeSqs:
         return {
             "Successful": [{"Id": e["Id"]} for e in Entries if e not in failed],
             "Failed": [
-                {"Id": e["Id"], "SenderFault": self.sender_fault, "Code": self.code}
-                for e in failed
+                {"Id": e["Id"], "SenderFault": self.sender_fault, "Code": self.code} for e in failed
             ],
         }
 

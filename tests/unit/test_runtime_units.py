@@ -144,6 +144,16 @@ def test_event_id_from_dotted_body_path() -> None:
     assert info.value.kind is PoisonKind.MISSING_EVENT_ID
 
 
+def test_an_event_id_path_that_meets_a_json_string_says_so() -> None:
+    """A path cannot reach inside a JSON string (SNS's ``Message`` without raw delivery is
+    one): the reason names the string field and the declaration that unwraps it."""
+    with pytest.raises(PoisonMessage) as info:
+        EventIdFromBody("payload.id").extract({}, {"payload": '{"id": "x-1"}'})
+    assert info.value.kind is PoisonKind.MISSING_EVENT_ID
+    assert "'payload' is a string" in info.value.reason
+    assert "SnsEnvelope()" in info.value.reason
+
+
 @pytest.mark.parametrize("value", [7, None, "", "   ", "bad\ud800", "a\nb", ["x"]])
 def test_invalid_event_ids_are_poison(value: Any) -> None:
     with pytest.raises(PoisonMessage) as info:

@@ -61,7 +61,7 @@ def _queue(world: Aws, name: str) -> tuple[str, str]:
 def _lambda_records(world: Aws, url: str) -> list[dict[str, Any]]:
     """What Lambda's event source mapping hands the function: each message's body as SQS
     holds it, with its own message id."""
-    out = []
+    out: list[dict[str, Any]] = []
     while True:
         got = world.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
         if not got:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore import xform_name
@@ -242,3 +243,36 @@ def test_every_documented_code_exists_in_its_service_or_the_common_errors() -> N
     for service, code in errors.DOCUMENTED:
         modeled = {s.error_code for s in model(service).error_shapes}
         assert code in modeled | set(COMMON[service]), (service, code)
+
+
+def test_classifying_reads_no_service_model_the_clients_have_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cold-start promise, without a clock: nothing is read at import, and once the
+    clients exist (every invocation's first step) the first classification reads no service
+    model file again, only ``_retry.json`` (botocore's loader caches per argument list)."""
+    import botocore.loaders
+
+    from idempotent_messaging.runtime import clients
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    clients.reset_clients()
+    errors.code_kind.cache_clear()
+    errors._errors_of.cache_clear()
+    errors._service_of.cache_clear()
+    clients.clients_from_env()
+    read: list[str] = []
+    original = botocore.loaders.JSONFileLoader.load_file
+
+    def counting(self: Any, file_path: str) -> Any:
+        read.append(file_path)
+        return original(self, file_path)
+
+    monkeypatch.setattr(botocore.loaders.JSONFileLoader, "load_file", counting)
+    assert classify_exception(call_error("sns", "PublishBatch", "KMSThrottling")) is (
+        FailureClass.TRANSIENT
+    )
+    assert classify_entry("sqs", "KmsThrottled") is FailureClass.TRANSIENT
+    assert classify_statement("ThrottlingError") is FailureClass.TRANSIENT
+    assert [Path(p).name for p in read if "service-2" in p] == []
+    clients.reset_clients()

@@ -265,8 +265,7 @@ def _errors_of(service: str) -> _ServiceErrors:
 
     from idempotent_messaging.runtime.clients import model_loader
 
-    loader = model_loader()
-    description = loader.load_service_model(service, "service-2")
+    description = _service_description(service)
     model = ServiceModel(description, service)
     shapes = [
         model.shape_for(name)
@@ -276,7 +275,7 @@ def _errors_of(service: str) -> _ServiceErrors:
     status = {
         shape.error_code: shape.metadata.get("error", {}).get("httpStatusCode") for shape in shapes
     }
-    config = loader.load_data("_retry")
+    config = model_loader().load_data("_retry")
     definitions = config.get("definitions", {})
     policies: list[Mapping[str, Any]] = []
     for scope in (
@@ -333,13 +332,22 @@ def _standard_conditions() -> Any:
 @functools.cache
 def _service_of(operation: str) -> str | None:
     """The runtime's service that has ``operation`` (from the service models)."""
-    from idempotent_messaging.runtime.clients import model_loader
-
-    loader = model_loader()
     for service in RUNTIME_SERVICES:
-        if operation in loader.load_service_model(service, "service-2")["operations"]:
+        if operation in _service_description(service)["operations"]:
             return service
     return None
+
+
+def _service_description(service: str) -> Mapping[str, Any]:
+    """The service model as the clients loaded it: the loader caches per argument list, and
+    botocore's ClientCreator passes ``api_version=`` by keyword, so the same call shares its
+    entry (no second read of the file)."""
+    from idempotent_messaging.runtime.clients import model_loader
+
+    description: Mapping[str, Any] = model_loader().load_service_model(
+        service, "service-2", api_version=None
+    )
+    return description
 
 
 def error_code(error: ClientError) -> str:

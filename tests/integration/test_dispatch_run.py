@@ -229,7 +229,7 @@ def test_sender_faults_fail_the_run_visibly_and_a_retry_resumes_from_the_checkpo
     # The first call (page 1) succeeds, the second (page 2) has an entry refused.
     failures = EntryFailures(1, fail_calls={1}, sender_fault=True)
     _inject(monkeypatch, failures)
-    with pytest.raises(SendFailed, match="sender faults"):
+    with pytest.raises(SendFailed, match="as invalid"):
         world.dispatch(SCHEDULED_JUNE)
     record = world.run_record("2026-06")
     assert record["status"]["S"] == "running"

@@ -14,11 +14,12 @@ import pulumi_aws as aws
 
 from idempotent_messaging import limits
 from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime.settings import is_fifo
 
 from . import alarms, dashboards, iam
 from .bundle import archive_assets, directory_files, user_code_archive
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
-from .consumer_validation import validate_consumer_args
+from .consumer_validation import notification_ordering, validate_consumer_args
 from .errors import ArgumentError, fail
 from .function import FunctionSpec, create_function
 from .opening import open_component
@@ -214,6 +215,14 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             topic_arn = topic.arn
+        if topic_arn is not None:
+            # Say what order the notifications keep (a FIFO topic from a standard queue: none).
+            pulumi.Output.from_input(topic_arn).apply(
+                lambda arn: pulumi.log.info(
+                    notification_ordering(queue_fifo=args.fifo, topic_fifo=is_fifo(arn or "")),
+                    resource=self,
+                )
+            )
 
         if args.alarm_topic_arn is None:
             alarm_topic = alarms.create_alarm_topic(

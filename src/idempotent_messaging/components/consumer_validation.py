@@ -26,6 +26,10 @@ _ATTR_RE = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _KMS_KEY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+# SNS CreateTopic: a name is 1..256 of [A-Za-z0-9_-], a FIFO topic's ending in ".fifo".
+_SNS_TOPIC_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:(?=[^:]{1,256}$)[A-Za-z0-9_-]+(\.fifo)?$"
+)
 
 # Variables the component sets itself; user `environment` may not override them.
 RESERVED_ENV_KEYS = frozenset(
@@ -320,6 +324,42 @@ def _validate_business_and_topics(args: IdempotentQueueConsumerArgs) -> None:
             args.notification_topic_arn,
             "give either create_notification_topic=True or notification_topic_arn, not both",
         )
+    topic = args.notification_topic_arn
+    if isinstance(topic, str) and not _SNS_TOPIC_ARN_RE.match(topic):
+        raise fail(
+            "notification_topic_arn",
+            topic,
+            "must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>, a FIFO topic's "
+            "name ending in .fifo)",
+        )
+
+
+def notification_ordering(*, queue_fifo: bool, topic_fifo: bool) -> str:
+    """What order the notifications keep, for a source queue and a topic of these types
+    (the runtime's group id: runtime/notify.py ``notification_group_id``)."""
+    if queue_fifo and topic_fifo:
+        return (
+            "FIFO queue -> FIFO topic: the notifications of each message group of the queue "
+            "keep its order (the topic's MessageGroupId is the record's MessageGroupId); a "
+            "re-publication within SNS's 5-minute deduplication interval is dropped "
+            "(MessageDeduplicationId = SHA-256 of the event id)"
+        )
+    if topic_fifo:
+        return (
+            "standard queue -> FIFO topic: a standard queue has no order to keep, so each "
+            "event is its own message group (its event id, or sha256:<hex> of it when SNS "
+            "would refuse the id): no order across events; a re-publication within SNS's "
+            "5-minute deduplication interval is dropped (MessageDeduplicationId = SHA-256 of "
+            "the event id)"
+        )
+    if queue_fifo:
+        return (
+            "FIFO queue -> standard topic: the runtime publishes each message group's "
+            "notifications in its order, one per call, but a standard topic does not keep "
+            "order: subscribers may see a group's notifications in another order; use a FIFO "
+            "topic to keep it"
+        )
+    return "standard queue -> standard topic: no order is kept (neither keeps one)"
 
 
 def _validate_alarms(args: IdempotentQueueConsumerArgs) -> None:

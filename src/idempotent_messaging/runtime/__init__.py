@@ -46,12 +46,14 @@ from __future__ import annotations
 from idempotent_messaging.runtime.claims import KeyIsEventId, SingleItemEffect
 from idempotent_messaging.runtime.consumer import (
     Consumer,
+    EventBridgeEnvelope,
     EventIdFromAttribute,
     EventIdFromBody,
     EventIdFromContentHash,
     EventTimeFromAttribute,
     EventTimeFromBody,
     Fingerprint,
+    SnsEnvelope,
     WriteContext,
 )
 from idempotent_messaging.runtime.entry import lambda_handler
@@ -69,6 +71,7 @@ from idempotent_messaging.runtime.settings import Runtime, Settings
 __all__ = [
     "ConfigurationError",
     "Consumer",
+    "EventBridgeEnvelope",
     "EventIdFromAttribute",
     "EventIdFromBody",
     "EventIdFromContentHash",
@@ -85,6 +88,7 @@ __all__ = [
     "SchemaError",
     "Settings",
     "SingleItemEffect",
+    "SnsEnvelope",
     "WriteContext",
     "lambda_handler",
     "logger",

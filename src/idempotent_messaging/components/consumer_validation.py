@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from idempotent_messaging import limits
-from idempotent_messaging.runtime import env
+from idempotent_messaging import limits, names
+from idempotent_messaging.runtime import env, grants
 
 from .consumer_args import IdempotentQueueConsumerArgs
 from .errors import fail
@@ -62,6 +62,16 @@ def validate_consumer_args(name: str, physical_name: str, args: IdempotentQueueC
     visibility = _validate_queues(args)
     _validate_state(args)
     _validate_business_and_topics(args)
+    _validate_grants(args)
+    if args.business_table is not None:
+        full = f"{physical_name}-{args.business_table.name}"
+        if len(full) > names.TAG_VALUE:
+            raise fail(
+                "business_table.name",
+                args.business_table.name,
+                f"makes the table's full name {physical_name!r}-<name> {len(full)} characters; "
+                f"it is kept in a tag, which holds at most {names.TAG_VALUE}",
+            )
     _validate_alarms(args)
     return visibility
 
@@ -319,6 +329,47 @@ def _validate_business_and_topics(args: IdempotentQueueConsumerArgs) -> None:
             "notification_topic_arn",
             args.notification_topic_arn,
             "give either create_notification_topic=True or notification_topic_arn, not both",
+        )
+
+
+def _validate_grants(args: IdempotentQueueConsumerArgs) -> None:
+    """The declaration the role is derived from (runtime/grants.py)."""
+    has_business = args.business_table is not None or args.existing_business_table_arn is not None
+    placement = args.claim_placement
+    if placement is not None:
+        check_choice("claim_placement", placement, tuple(sorted(grants.PLACEMENTS)))
+        if placement == grants.PLACEMENT_BUSINESS_ITEM and not has_business:
+            raise fail(
+                "claim_placement",
+                placement,
+                "keeps the claim in the business row: give business_table or "
+                "existing_business_table_name/arn",
+            )
+    writes = args.business_writes
+    if writes is None:
+        return
+    if isinstance(writes, str) or not all(isinstance(w, str) for w in writes) or not writes:
+        raise fail(
+            "business_writes",
+            writes,
+            f"must be a non-empty list of item kinds of {list(grants.BUSINESS_WRITE_KINDS)}",
+        )
+    unknown = sorted(set(writes) - set(grants.BUSINESS_WRITE_KINDS))
+    if unknown:
+        raise fail(
+            "business_writes",
+            list(writes),
+            f"{unknown} are no TransactWriteItems item kinds {list(grants.BUSINESS_WRITE_KINDS)}",
+        )
+    if not has_business:
+        raise fail("business_writes", list(writes), "needs a business table to write to")
+    if placement != grants.PLACEMENT_STATE_TABLE:
+        raise fail(
+            "business_writes",
+            list(writes),
+            "declares your writes' item kinds for claim_placement 'state_table' only (a "
+            "'business_item' consumer writes one Put, the placement's own; undeclared, the "
+            "role must allow both placements)",
         )
 
 

@@ -23,7 +23,11 @@ $(STAMP): requirements.lock pyproject.toml
 
 install: $(STAMP) ## Create .venv, install the locked dependencies and this package (editable)
 
-lint: install ## ruff (lint + format check), mypy, import-layer contracts
+lint: install ## ruff (lint + format check), mypy, import-layer contracts, workflow linters (actionlint, zizmor)
+	$(BIN)/actionlint .github/workflows/*.yml
+	# zizmor offline (no GitHub API here or in CI's lint job): every finding of medium severity
+	# or more fails, high ones included (unpinned actions, template injection, ...).
+	$(BIN)/zizmor --offline --min-severity medium .github/workflows
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .

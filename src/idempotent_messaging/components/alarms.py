@@ -22,7 +22,9 @@ LAMBDA_NAMESPACE = "AWS/Lambda"
 SQS_NAMESPACE = "AWS/SQS"
 
 # Key administration without a wildcard action: the account root may manage and delete the key
-# (so it can never become unmanageable) but the key grants no data access by itself.
+# (so it can never become unmanageable) but the key grants no data access by itself. Only
+# actions a key policy can grant: kms:ListAliases is an IAM-policy-only action (no resource
+# type, AWS KMS developer guide, "Permissions reference"), so it is not here.
 KMS_ADMIN_ACTIONS = (
     "kms:CancelKeyDeletion",
     "kms:CreateAlias",
@@ -35,7 +37,6 @@ KMS_ADMIN_ACTIONS = (
     "kms:EnableKeyRotation",
     "kms:GetKeyPolicy",
     "kms:GetKeyRotationStatus",
-    "kms:ListAliases",
     "kms:ListGrants",
     "kms:ListKeyPolicies",
     "kms:ListResourceTags",

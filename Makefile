@@ -89,6 +89,10 @@ fuzz: install ## Coverage-guided fuzzing of the consumer runtime (atheris): FUZZ
 snapshot: install ## Regenerate tests/infra/snapshots/ (every stack's recorded resources, up and preview)
 	$(BIN)/python -m tests.infra.snapshot --write
 
+.PHONY: kms-paths
+kms-paths: install ## Every key x queue x topic x placement x table combination of the components' roles (make test runs a sample)
+	KMS_PATHS=full $(BIN)/python -m pytest -q -p no:cacheprovider tests/infra/test_kms_paths.py
+
 .PHONY: model-check
 model-check: install ## The redelivery protocol model-checked at the larger bound (docs/model.md; make test runs the small one)
 	$(BIN)/python -m tests.model --bound large

@@ -11,6 +11,12 @@ The same full name gives the same physical name on every run and every machine; 
 that shorten alike still differ by their hash. The components keep the full name in a tag
 (``FULL_NAME_TAG``) on every child whose name was shortened and that takes tags.
 
+The components name every child that has a name: none relies on pulumi-aws's autonaming
+(the logical name + ``-`` + 7 hex characters, its length checked before ``.fifo``), which
+would neither keep the team's name readable nor check AWS's limit the way ``fit`` does. The
+children without a name property (KMS keys, event source mappings, queue policies,
+subscriptions, invoke configs) need none.
+
 Pure functions and constants, no imports from the rest of the project (the pack may use them).
 """
 

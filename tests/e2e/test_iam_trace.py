@@ -132,14 +132,14 @@ class Recorder:
                     recorder.calls[function] |= traced
                 answer = recorder._fault(operation, params)
                 if answer is not None:
-                    raise ClientError(answer, operation)  # type: ignore[arg-type]
+                    raise ClientError(answer, operation)
             return original(client, operation, params)
 
-        BaseClient._make_api_call = recording  # type: ignore[method-assign]
+        BaseClient._make_api_call = recording
         try:
             yield self
         finally:
-            BaseClient._make_api_call = original  # type: ignore[method-assign]
+            BaseClient._make_api_call = original
 
 
 # --- What each function's role allows and what AWS calls for it --------------------------------

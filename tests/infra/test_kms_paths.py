@@ -90,7 +90,7 @@ def combinations_run() -> tuple[dict[str, dict[str, Any]], Run]:
     from .conftest import consumer_args
 
     combos = consumer_combinations()
-    fanouts = {
+    fanouts: dict[str, dict[str, Any]] = {
         f"f{n}": {"item_source": source, **({"kms_master_key_id": KEY} if key else {})}
         | ({"manifest_bucket_name": "team-manifests"} if source == "s3" else {})
         for n, (key, source) in enumerate(FANOUT_COMBINATIONS[: 4 if FULL else 2])

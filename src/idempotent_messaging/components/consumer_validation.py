@@ -336,13 +336,15 @@ def _validate_grants(args: IdempotentQueueConsumerArgs) -> None:
     """The declaration the role is derived from (runtime/grants.py)."""
     has_business = args.business_table is not None or args.existing_business_table_arn is not None
     placement = args.claim_placement
+    calls = None
     if placement is not None:
         check_choice("claim_placement", placement, tuple(sorted(grants.PLACEMENTS)))
-        if placement == grants.PLACEMENT_BUSINESS_ITEM and not has_business:
+        calls = grants.placement_calls(placement)
+        if calls.needs_business_table and not has_business:
             raise fail(
                 "claim_placement",
                 placement,
-                "keeps the claim in the business row: give business_table or "
+                "keeps the claim with the business row: give business_table or "
                 "existing_business_table_name/arn",
             )
     writes = args.business_writes
@@ -363,13 +365,14 @@ def _validate_grants(args: IdempotentQueueConsumerArgs) -> None:
         )
     if not has_business:
         raise fail("business_writes", list(writes), "needs a business table to write to")
-    if placement != grants.PLACEMENT_STATE_TABLE:
+    if calls is None or not calls.business_writes_declared:
+        declaring = sorted(n for n, c in grants.PLACEMENTS.items() if c.business_writes_declared)
         raise fail(
             "business_writes",
             list(writes),
-            "declares your writes' item kinds for claim_placement 'state_table' only (a "
-            "'business_item' consumer writes one Put, the placement's own; undeclared, the "
-            "role must allow both placements)",
+            f"declares your writes' item kinds for claim_placement {declaring} only (another "
+            "placement writes the business row itself; undeclared, the role must allow every "
+            "placement)",
         )
 
 

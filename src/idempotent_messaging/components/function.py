@@ -42,8 +42,10 @@ class FunctionSpec:
     handler of ours such as the monthly dispatcher."""
     account_id: pulumi.Input[str] | None = None
     """The deploying account: the role's trust names it (``aws:SourceAccount``), so Lambda
-    may assume the role only for this account's functions. Default None: no condition (a
-    caller that cannot know the account)."""
+    may assume the role only for this account's functions (IAM User Guide, "The confused deputy
+    problem"; AWS's own Lambda trust-policy samples carry this condition, e.g. the
+    aws/agent-toolkit-for-aws serverless skills). Default None: no condition (a caller that
+    cannot know the account)."""
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ class PlacementCalls:
     business_writes_declared: bool = False
     """True: the consumer's own ``writes`` items go to the business table (their kinds are
     its ``business_writes``); False: the placement writes the one business item itself."""
+    needs_business_table: bool = False
+    """True: the claim lives in (or beside) a business row, so a business table is required."""
 
 
 # Receipts (claims.Receipts) live in the STATE table for every placement: one PutItem per
@@ -102,6 +104,7 @@ PLACEMENTS: dict[str, PlacementCalls] = {
         business_always=(PUT_ITEM, BATCH_GET_ITEM),
         business_standard_only=(PARTIQL_INSERT,),
         business_notifying=(PARTIQL_UPDATE, UPDATE_ITEM),
+        needs_business_table=True,
     ),
 }
 """Every placement the runtime has, by the name a consumer declares."""
@@ -172,6 +175,11 @@ def consumer_grants(
         business_table=_sorted(business) if has_business_table else (),
         topic=(SNS_PUBLISH,) if notifies else (),
     )
+
+
+def placement_calls(name: str) -> PlacementCalls:
+    """The calls of one declared placement; a ValueError naming an unknown one."""
+    return _placement(name)
 
 
 def _placement(name: str) -> PlacementCalls:

@@ -20,7 +20,6 @@ Statement = dict[str, Any]
 SQS_POLL_ACTIONS = grants.ESM_POLL_ACTIONS
 """What an SQS event source mapping calls with the function's role."""
 SQS_SEND_ACTIONS = (grants.SQS_SEND,)  # also authorises SendMessageBatch
-SNS_PUBLISH_ACTIONS = (grants.SNS_PUBLISH,)  # also authorises PublishBatch
 LOGS_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 XRAY_WRITE_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 KMS_USE_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
@@ -106,10 +105,6 @@ def send_queue_statement(sid: str, queue_arn: pulumi.Input[str]) -> Statement:
 
 def table_statement(sid: str, table_arn: pulumi.Input[str], actions: Sequence[str]) -> Statement:
     return allow(sid, actions, [table_arn])
-
-
-def publish_statement(sid: str, topic_arn: pulumi.Input[str]) -> Statement:
-    return allow(sid, SNS_PUBLISH_ACTIONS, [topic_arn])
 
 
 def kms_statement(key_arn: pulumi.Input[str], sid: str = "UseDataKey") -> Statement:

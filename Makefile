@@ -23,7 +23,11 @@ $(STAMP): requirements.lock pyproject.toml
 
 install: $(STAMP) ## Create .venv, install the locked dependencies and this package (editable)
 
-lint: install ## ruff (lint + format check), mypy, import-layer contracts
+lint: install ## ruff (lint + format check), mypy, import-layer contracts, workflow linters (actionlint, zizmor)
+	$(BIN)/actionlint .github/workflows/*.yml
+	# zizmor offline (no GitHub API here or in CI's lint job): every finding of medium severity
+	# or more fails, high ones included (unpinned actions, template injection, ...).
+	$(BIN)/zizmor --offline --min-severity medium .github/workflows
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
@@ -84,6 +88,10 @@ fuzz: install ## Coverage-guided fuzzing of the consumer runtime (atheris): FUZZ
 .PHONY: snapshot
 snapshot: install ## Regenerate tests/infra/snapshots/ (every stack's recorded resources, up and preview)
 	$(BIN)/python -m tests.infra.snapshot --write
+
+.PHONY: kms-paths
+kms-paths: install ## Every key x queue x topic x placement x table combination of the components' roles (make test runs a sample)
+	KMS_PATHS=full $(BIN)/python -m pytest -q -p no:cacheprovider tests/infra/test_kms_paths.py
 
 .PHONY: model-check
 model-check: install ## The redelivery protocol model-checked at the larger bound (docs/model.md; make test runs the small one)

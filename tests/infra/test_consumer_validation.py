@@ -270,7 +270,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"age_alarm_threshold_seconds": 10},
         ("age_alarm_threshold_seconds=10",),
     ),
-    ("physical-name-too-long", {"physical_name": "x" * 41}, ("physical_name='xxxxxxxx", "1..40")),
+    ("physical-name-too-long", {"physical_name": "x" * 129}, ("physical_name='xxxxxxxx", "1..128")),
     ("physical-name-chars", {"physical_name": "orders.dev"}, ("physical_name='orders.dev'",)),
     ("tag-value", {"tags": {"team": 1}}, ("tags='team'",)),
 ]

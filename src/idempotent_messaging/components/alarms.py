@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from idempotent_messaging import names
+
 from . import iam
 from .validation import check_emails
 
@@ -20,7 +22,9 @@ LAMBDA_NAMESPACE = "AWS/Lambda"
 SQS_NAMESPACE = "AWS/SQS"
 
 # Key administration without a wildcard action: the account root may manage and delete the key
-# (so it can never become unmanageable) but the key grants no data access by itself.
+# (so it can never become unmanageable) but the key grants no data access by itself. Only
+# actions a key policy can grant: kms:ListAliases is an IAM-policy-only action (no resource
+# type, AWS KMS developer guide, "Permissions reference"), so it is not here.
 KMS_ADMIN_ACTIONS = (
     "kms:CancelKeyDeletion",
     "kms:CreateAlias",
@@ -33,7 +37,6 @@ KMS_ADMIN_ACTIONS = (
     "kms:EnableKeyRotation",
     "kms:GetKeyPolicy",
     "kms:GetKeyRotationStatus",
-    "kms:ListAliases",
     "kms:ListGrants",
     "kms:ListKeyPolicies",
     "kms:ListResourceTags",
@@ -63,10 +66,17 @@ def alarm_topic_key_policy(
 
     CloudWatch cannot publish to a topic encrypted with the AWS-managed aws/sns key, so an
     encrypted alarm topic needs a customer-managed key whose policy names
-    cloudwatch.amazonaws.com. In a KEY policy "Resource": "*" means "this key".
+    cloudwatch.amazonaws.com (SNS developer guide, "Enable compatibility between event sources
+    from AWS services and encrypted topics"). In a KEY policy "Resource": "*" means "this key".
+    CloudWatch may use it only for this account's alarms (``aws:SourceAccount``, and
+    ``aws:SourceArn`` an alarm of the account: the IAM User Guide's cross-service confused
+    deputy prevention); any region, so one helper serves a stack-wide topic too.
     """
     root = pulumi.Output.all(account_id, partition).apply(
         lambda values: f"arn:{values[1]}:iam::{values[0]}:root"
+    )
+    alarms_of_account = pulumi.Output.all(account_id, partition).apply(
+        lambda values: f"arn:{values[1]}:cloudwatch:*:{values[0]}:alarm:*"
     )
     return pulumi.Output.json_dumps(
         iam.document(
@@ -84,6 +94,10 @@ def alarm_topic_key_policy(
                     "Principal": {"Service": "cloudwatch.amazonaws.com"},
                     "Action": list(iam.KMS_USE_ACTIONS),
                     "Resource": "*",
+                    "Condition": {
+                        "StringEquals": {"aws:SourceAccount": account_id},
+                        "ArnLike": {"aws:SourceArn": alarms_of_account},
+                    },
                 },
             ]
         )
@@ -105,6 +119,8 @@ def create_alarm_topic(
     ``parent=None`` puts it at the stack's top level (a topic shared by several components).
     """
     opts = pulumi.ResourceOptions(parent=parent)
+    full_name = topic_name
+    topic_name = names.fit(full_name, names.SNS_TOPIC)
     key = aws.kms.Key(
         f"{resource_name}-key",
         description=f"Encrypts alarm topic {topic_name} (CloudWatch may use it)",
@@ -118,7 +134,7 @@ def create_alarm_topic(
         resource_name,
         name=topic_name,
         kms_master_key_id=key.arn,
-        tags=dict(tags or {}),
+        tags=names.tagged(tags, full_name, topic_name),
         opts=opts,
     )
     subscriptions = [
@@ -181,9 +197,10 @@ def metric_alarm(
     """One alarm with the same actions on ALARM and OK."""
     if not actions:
         raise ValueError(f"alarm {alarm_name!r}: an alarm without actions notifies nobody")
+    physical_name = names.fit(alarm_name, names.CLOUDWATCH_ALARM)
     return aws.cloudwatch.MetricAlarm(
         resource_name,
-        name=alarm_name,
+        name=physical_name,
         alarm_description=description,
         namespace=namespace,
         metric_name=metric_name,
@@ -196,7 +213,7 @@ def metric_alarm(
         treat_missing_data="notBreaching",
         alarm_actions=list(actions),
         ok_actions=list(actions),
-        tags=dict(tags or {}),
+        tags=names.tagged(tags, alarm_name, physical_name),
         opts=pulumi.ResourceOptions(parent=parent),
     )
 

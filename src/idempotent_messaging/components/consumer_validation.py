@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from idempotent_messaging import limits
-from idempotent_messaging.runtime import env
+from idempotent_messaging import limits, names
+from idempotent_messaging.runtime import env, grants
 
 from .consumer_args import IdempotentQueueConsumerArgs
 from .errors import fail
@@ -66,6 +66,16 @@ def validate_consumer_args(name: str, physical_name: str, args: IdempotentQueueC
     visibility = _validate_queues(args)
     _validate_state(args)
     _validate_business_and_topics(args)
+    _validate_grants(args)
+    if args.business_table is not None:
+        full = f"{physical_name}-{args.business_table.name}"
+        if len(full) > names.TAG_VALUE:
+            raise fail(
+                "business_table.name",
+                args.business_table.name,
+                f"makes the table's full name {physical_name!r}-<name> {len(full)} characters; "
+                f"it is kept in a tag, which holds at most {names.TAG_VALUE}",
+            )
     _validate_alarms(args)
     return visibility
 
@@ -360,6 +370,50 @@ def notification_ordering(*, queue_fifo: bool, topic_fifo: bool) -> str:
             "topic to keep it"
         )
     return "standard queue -> standard topic: no order is kept (neither keeps one)"
+
+
+def _validate_grants(args: IdempotentQueueConsumerArgs) -> None:
+    """The declaration the role is derived from (runtime/grants.py)."""
+    has_business = args.business_table is not None or args.existing_business_table_arn is not None
+    placement = args.claim_placement
+    calls = None
+    if placement is not None:
+        check_choice("claim_placement", placement, tuple(sorted(grants.PLACEMENTS)))
+        calls = grants.placement_calls(placement)
+        if calls.needs_business_table and not has_business:
+            raise fail(
+                "claim_placement",
+                placement,
+                "keeps the claim with the business row: give business_table or "
+                "existing_business_table_name/arn",
+            )
+    writes = args.business_writes
+    if writes is None:
+        return
+    if isinstance(writes, str) or not all(isinstance(w, str) for w in writes) or not writes:
+        raise fail(
+            "business_writes",
+            writes,
+            f"must be a non-empty list of item kinds of {list(grants.BUSINESS_WRITE_KINDS)}",
+        )
+    unknown = sorted(set(writes) - set(grants.BUSINESS_WRITE_KINDS))
+    if unknown:
+        raise fail(
+            "business_writes",
+            list(writes),
+            f"{unknown} are no TransactWriteItems item kinds {list(grants.BUSINESS_WRITE_KINDS)}",
+        )
+    if not has_business:
+        raise fail("business_writes", list(writes), "needs a business table to write to")
+    if calls is None or not calls.business_writes_declared:
+        declaring = sorted(n for n, c in grants.PLACEMENTS.items() if c.business_writes_declared)
+        raise fail(
+            "business_writes",
+            list(writes),
+            f"declares your writes' item kinds for claim_placement {declaring} only (another "
+            "placement writes the business row itself; undeclared, the role must allow every "
+            "placement)",
+        )
 
 
 def _validate_alarms(args: IdempotentQueueConsumerArgs) -> None:

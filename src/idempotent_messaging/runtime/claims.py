@@ -14,7 +14,7 @@
 method per DynamoDB call (the batch decides chunking, retries and failure classes):
 ``claim`` (build), ``transact`` / ``insert`` (commit), ``verdict`` / ``read_statuses``
 (redelivery), ``mark_sent`` (PartiQL UPDATEs), ``record_owed`` (UpdateItem). IAM: what they
-call is ``env.STATE_TABLE_ACTIONS`` / ``env.BUSINESS_TABLE_ACTIONS``.
+call is ``grants.PLACEMENTS`` (runtime/grants.py), per placement.
 """
 
 from __future__ import annotations
@@ -406,8 +406,7 @@ class Receipts:
     failed entry of the PublishBatch) -> publish again, then mark the CLAIM ``sent`` (where
     every later copy looks first). The receipt keeps the claim TTL, counted from its write: it
     outlives the claims it lists (for claims kept in a business item, which never expire, it has
-    no TTL either). IAM: PutItem, BatchGetItem on the state table
-    (``env.STATE_TABLE_ACTIONS``).
+    no TTL either). IAM: PutItem, BatchGetItem on the state table (``grants.PLACEMENTS``).
     """
 
     def __init__(self, client: Any, settings: Settings, *, expires: bool = True) -> None:

@@ -245,6 +245,14 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         "a minute of fuzzing",
         ("tests/fuzz/test_fuzz_bounded.py::test_a_bounded_coverage_guided_run_finds_nothing",),
     ),
+    "make kms-paths": Elsewhere(
+        "every key x queue x topic x placement x table combination (minutes); make test runs a sample",
+        (
+            "tests/infra/test_kms_paths.py::test_every_combination_was_built",
+            "tests/infra/test_kms_paths.py::test_a_consumer_role_may_use_the_key_exactly_when_its_resources_are_encrypted",
+        ),
+        probe=("make -n -B kms-paths", "KMS_PATHS=full"),
+    ),
     "make policy": Elsewhere(
         "installs first, then the offline check of every stage in both modes (~10 s)",
         (

@@ -204,6 +204,10 @@ _BENCH_QUICK = (
     "test_quick_run_prints_every_target_with_its_measured_value"
 )
 _CHECK_CLI = "tests/policy/test_check_cli.py"
+_SOAK = (
+    "tests/e2e/test_docs_literals.py::"
+    "test_a_bounded_soak_keeps_every_invariant_under_concurrency_and_faults"
+)
 
 ELSEWHERE: Mapping[str, Elsewhere] = {
     # The quick start and the suite
@@ -467,6 +471,17 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         "python -m idempotent_messaging.ops run-month --month 2026-06 --stack dev "
         "--target emulator --seed 12"
     ): (Elsewhere("starts an emulator and deploys the stack (~15 s)", (_DEMO,))),
+    # The soak (docs/soak.md)
+    "make soak": Elsewhere(
+        "thousands of messages under faults (minutes)",
+        (_SOAK,),
+        probe=("make -n -B soak", "idempotent_messaging.local.soak"),
+    ),
+    "make soak SEED=20260601 EVENTS=2000": Elsewhere(
+        "replays a full-size soak (minutes)",
+        (_SOAK,),
+        probe=("make -n -B soak SEED=7 EVENTS=9", "--seed 7 --events 9"),
+    ),
 }
 
 

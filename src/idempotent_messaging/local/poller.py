@@ -261,12 +261,17 @@ class Poller:
                 stats.last_error = reason
         return BatchOutcome(len(messages), len(to_delete), failed, result, whole, reason)
 
-    def poll_once(self, mapping: MappingConfig) -> BatchOutcome | None:
-        """One poll of one mapping; None when the queue had nothing visible."""
+    def poll_once(
+        self, mapping: MappingConfig, on_received: Callable[[], None] | None = None
+    ) -> BatchOutcome | None:
+        """One poll of one mapping; None when the queue had nothing visible. ``on_received``
+        runs once a batch is in hand, before its invocation."""
         fn = self.registry.function(mapping.function_name)
         messages = self.receive_batch(mapping)
         if not messages:
             return None
+        if on_received is not None:
+            on_received()
         outcome = self.process_batch(mapping, fn, messages)
         if self.on_batch is not None:
             with self._lock:
@@ -297,15 +302,22 @@ class Poller:
         if wait_in_flight is None:
             wait_in_flight = self.release_failed or moto_patches.visibility_scale() < 1
         idle = dict.fromkeys((m.uuid for m in targets), 0)
+        # Set while a mapping's last poll found messages: its first worker polls all the time,
+        # the others only then (as Lambda adds pollers while messages are available), so an
+        # idle mapping costs one poll per idle_sleep_s, not one per worker.
+        busy = {m.uuid: threading.Event() for m in targets}
         batches = 0
         errors: list[BaseException] = []
         stop = threading.Event()
 
-        def work(mapping: MappingConfig) -> None:
+        def work(mapping: MappingConfig, first: bool) -> None:
             nonlocal batches
             while not stop.is_set():
+                if not first and not busy[mapping.uuid].is_set():
+                    busy[mapping.uuid].wait(idle_sleep_s)
+                    continue
                 try:
-                    outcome = self.poll_once(mapping)
+                    outcome = self.poll_once(mapping, on_received=busy[mapping.uuid].set)
                 except BaseException as exc:  # the poller's own failure: stop the drain
                     errors.append(exc)
                     stop.set()
@@ -313,6 +325,7 @@ class Poller:
                 with self._lock:
                     if outcome is None:
                         idle[mapping.uuid] += 1
+                        busy[mapping.uuid].clear()
                     else:
                         idle[mapping.uuid] = 0
                         batches += 1
@@ -320,7 +333,7 @@ class Poller:
                     stop.wait(idle_sleep_s)
 
         workers = [
-            threading.Thread(target=work, args=(m,), name=f"poller-{m.function_name}-{n}")
+            threading.Thread(target=work, args=(m, n == 0), name=f"poller-{m.function_name}-{n}")
             for m in targets
             for n in range(self.concurrency_of(m))
         ]

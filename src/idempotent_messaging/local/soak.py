@@ -10,8 +10,8 @@ embedded emulator and drives its orders consumer with thousands of messages:
    thread while the mapping runs up to its maximumConcurrency invocations at once, each in an
    execution environment of its own (local.isolation). Failed records come back after the
    queue's visibility timeout on an accelerated clock (``visibility_scale``), so SQS's
-   maxReceiveCount, the runtime's last-receive quarantine and concurrent deliveries of one
-   event (a slow invocation's records becoming visible to another) are all reached;
+   maxReceiveCount and the runtime's last-receive quarantine are reached, and copies of one
+   event (re-sends, redeliveries) meet in concurrent invocations;
 2. **conflicts**: re-sends of recorded event ids with other content, and more re-sends;
 3. **redrive**: the faults removed, the DLQ redriven (``ops redrive``); poison and conflicts
    come back to it, everything else is processed;
@@ -21,10 +21,10 @@ Faults, seeded per event (the same seed gives the same messages and the same pla
 per event; with real concurrency the interleaving differs from run to run, and with it which
 batch a planned fault hits): at botocore's HTTP stage (local.faults), on the calls the function
 makes, deaths BEFORE and AFTER applied calls (the claim, the publish, the receipt, the DLQ copy),
-throttles that botocore retries and throttles that outlast its retries (redelivery), throttles
-until the last receive (quarantined, then redriven), per-entry failures inside 200 answers
-(PublishBatch entries, BatchExecuteStatement statements, BatchGetItem UnprocessedKeys), plus a
-background rate of throttles on every service the function calls.
+throttles that botocore retries and throttles that outlast its retries (redelivery), a claim
+statement failing until the last receive (quarantined, then redriven), per-entry failures
+inside 200 answers (PublishBatch entries, BatchExecuteStatement statements, BatchGetItem
+UnprocessedKeys), plus a background rate of throttles on every service the function calls.
 
 Then ``soak_check.check`` verifies per event: one row, >= 1 notification, the first effect
 unchanged, every poison and conflict in the DLQ with its reason, nothing lost. It prints the
@@ -32,7 +32,7 @@ throughput, the faults by kind and the seed (a failing seed replays: ``make soak
 and draws the run (invocations in flight, faults, DLQ and queue depth over time) as an SVG
 (``local.soak_chart``). Exit 1 when any rule is violated.
 
-``make test`` runs a bounded soak (tests/e2e/test_soak.py); ``make soak`` the full size.
+``make test`` runs a bounded soak (tests/e2e/test_docs_literals.py); ``make soak`` the full size.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def _ops() -> argparse.ArgumentParser:
 
 for _name in ("idempotent-messaging-local", "python -m idempotent_messaging.local"):
     COMMANDS[_name] = _local
-for _name in ("idempotent-messaging-ops", "python -m idempotent_messaging.ops"):
+for _name in ("idempotent-messaging-ops", "python -m idempotent_messaging.ops", "ops"):
     COMMANDS[_name] = _ops
 for _name in ("idempotent-messaging-check", "python -m idempotent_messaging.offline"):
     COMMANDS[_name] = _parser_of("idempotent_messaging.offline.cli")

@@ -61,6 +61,7 @@ from idempotent_messaging.local.deploy import PROJECT_DIR
 from idempotent_messaging.local.faults import Fault, FaultInjector
 from idempotent_messaging.local.invoke import handler_output_to
 from idempotent_messaging.local.observe import Observer, queue_counts, scan_all
+from idempotent_messaging.local.soak_chart import Sample, svg
 from idempotent_messaging.local.soak_check import DeadLetter, EndState, Violation, check, summary
 from idempotent_messaging.local.stack import LocalStack, local_stack
 from idempotent_messaging.ops import dlq as ops_dlq
@@ -358,18 +359,6 @@ def fault_category(label: str) -> str:
 # --- the picture's samples ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sample:
-    t: float
-    in_flight: int
-    """Invocations running."""
-    faults: dict[str, int]
-    """Faults fired so far, by category."""
-    dlq: int
-    queue_visible: int
-    queue_in_flight: int
-
-
 class Sampler:
     def __init__(self, stack: LocalStack, queue_url: str, dlq_url: str, every_s: float) -> None:
         self.stack = stack
@@ -468,6 +457,17 @@ class SoakResult:
         data["ok"] = self.ok
         data["throughput_messages_per_s"] = round(self.throughput(), 1)
         return data
+
+    def title(self) -> str:
+        verdict = "RESULT OK" if self.ok else f"{len(self.violations)} VIOLATIONS"
+        return (
+            f"soak seed {self.config['seed']}: {self.messages:,} messages, "
+            f"{self.invocations:,} invocations, {sum(self.faults.values()):,} faults, {verdict}"
+        )
+
+    def picture(self) -> str:
+        """The run as an SVG: invocations in flight, faults, queue depths over time."""
+        return svg(self.samples, title=self.title(), max_concurrency=self.max_concurrency)
 
     def lines(self) -> list[str]:
         seed = self.config["seed"]
@@ -688,7 +688,6 @@ def _on(stack: LocalStack, config: SoakConfig, progress: Callable[[str], None]) 
 
 def main(argv: list[str] | None = None) -> int:
     from idempotent_messaging.local import Console
-    from idempotent_messaging.local.soak_chart import svg
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=None, help="default: a new random seed")
@@ -719,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run(config, console.step)
         picture = args.svg or folder / f"soak-{seed}.svg"
         picture.parent.mkdir(parents=True, exist_ok=True)
-        picture.write_text(svg(result))
+        picture.write_text(result.picture())
         for line in result.lines():
             console.line(line)
         console.line(f"  picture: {picture}")

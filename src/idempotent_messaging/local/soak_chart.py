@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from idempotent_messaging.local.soak import Sample, SoakResult
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 INK, GREY, GRID = "#1b1b1b", "#555555", "#dddddd"
@@ -25,6 +22,21 @@ LEFT, RIGHT = 70, WIDTH - 200
 PANEL_HEIGHT = 150
 PANEL_GAP = 48
 TOP = 58
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The run at one instant."""
+
+    t: float
+    """Seconds since the run started."""
+    in_flight: int
+    """Invocations running."""
+    faults: dict[str, int]
+    """Faults fired so far, by kind."""
+    dlq: int
+    queue_visible: int
+    queue_in_flight: int
 
 
 def _f(value: float) -> str:
@@ -110,17 +122,11 @@ def _fired(kind: str) -> Callable[[Sample], float]:
     return lambda sample: float(sample.faults.get(kind, 0))
 
 
-def svg(result: SoakResult) -> str:
-    samples = result.samples
+def svg(samples: Sequence[Sample], *, title: str, max_concurrency: int) -> str:
+    """The picture of a run sampled as ``samples``."""
     duration = samples[-1].t if samples else 0.0
     kinds = sorted({k for s in samples for k in s.faults})
     height = TOP + 3 * PANEL_HEIGHT + 2 * PANEL_GAP + 50
-    seed = result.config.get("seed")
-    verdict = "RESULT OK" if result.ok else f"{len(result.violations)} VIOLATIONS"
-    title = (
-        f"soak seed {seed}: {result.messages:,} messages, {result.invocations:,} invocations, "
-        f"{sum(result.faults.values()):,} faults, {verdict}"
-    )
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="{FONT}" font-size="12" fill="{INK}">',
@@ -135,7 +141,7 @@ def svg(result: SoakResult) -> str:
         samples,
         [("in flight", lambda s: float(s.in_flight))],
         duration,
-        ceiling=float(result.max_concurrency),
+        ceiling=float(max_concurrency),
     )
     top += PANEL_HEIGHT + PANEL_GAP
     _panel(

@@ -96,3 +96,7 @@ kms-paths: install ## Every key x queue x topic x placement x table combination 
 .PHONY: model-check
 model-check: install ## The redelivery protocol model-checked at the larger bound (docs/model.md; make test runs the small one)
 	$(BIN)/python -m tests.model --bound large
+
+.PHONY: soak
+soak: install ## The reference stack under load with a seeded fault schedule and a per-event checker (SEED=N EVENTS=N; not part of make test)
+	$(BIN)/python -m idempotent_messaging.local.soak $(if $(SEED),--seed $(SEED),) $(if $(EVENTS),--events $(EVENTS),)

@@ -180,7 +180,10 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
     ):
         assert expected in out
     # Outcomes come from the runtime's own records: the crash after the commit left pending
-    # claims that the redelivery republished; the extra sends were skipped as duplicates.
+    # claims that the redelivery republished; the 2 extra sends of evt-001 and the 2 re-sends
+    # were duplicates. Batches run concurrently, so a copy of evt-001 in another batch may meet
+    # the crashed batch's pending claim and republish it instead of being skipped: the 4 extra
+    # copies and the >= 1 republish are counted together.
     orders_section = out.split("consumer orders")[1].split("consumer monthly_charge")[0]
     counts = {
         parts[0]: int(parts[1])
@@ -188,7 +191,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         if len(parts) > 2 and parts[0] in OUTCOME_MEANINGS and parts[1].isdigit()
     }
     assert counts["republished"] >= 1
-    assert counts["duplicate_skipped"] >= 4
+    assert counts["duplicate_skipped"] + counts["republished"] >= 4 + 1
     assert counts["quarantined"] >= 3
     assert '"outcome"' not in out  # handler log lines went to the log file
     assert '"outcome":"republished"' in (tmp_path / "demo-dev.log").read_text().replace(" ", "")

@@ -34,12 +34,8 @@ from parliament import expand_action
 
 from idempotent_messaging.dispatch.keys import BillableItem, charge_message
 from idempotent_messaging.local.deploy import DeployResult, deploy
-from idempotent_messaging.local.invoke import (
-    LambdaContext,
-    function_environment,
-    lambda_environment,
-    resolve_handler,
-)
+from idempotent_messaging.local.invoke import LambdaContext, lambda_environment, resolve_handler
+from idempotent_messaging.local.isolation import execution_environment
 from idempotent_messaging.local.poller import Poller
 from idempotent_messaging.local.registry import FunctionConfig, Registry
 from idempotent_messaging.local.server import Emulator, emulator_client, start_emulator
@@ -325,7 +321,7 @@ def drive_fanout(stack: Stack, prefix: str, billing_table: str) -> None:
     context = LambdaContext(dispatcher, stack.emulator.region)
     context.get_remaining_time_in_millis = lambda: next(readings, 1_000)  # type: ignore[method-assign]
     environment = lambda_environment(dispatcher, stack.emulator.region, stack.emulator.endpoint_url)
-    with function_environment(environment):
+    with execution_environment(environment):
         outcome = resolve_handler(dispatcher.handler, dispatcher.code_root)(
             {"month": MONTH}, context
         )

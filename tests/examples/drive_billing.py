@@ -61,7 +61,7 @@ def run_on_emulator() -> dict[str, Any]:
         ddb.put_item(TableName=table, Item=customer("t-1", "typo", 500, currency="euro"))
         (schedule,) = s.schedules
         # The schedule fires twice for June; the first charge batch dies after its commit.
-        crash = faults.crash_once("Publish", "PublishBatch")
+        crash = faults.crash_once("PublishBatch")
         fires = [s.fire(schedule, month=MONTH), s.fire(schedule, month=MONTH)]
         s.drain()
         faults.remove(crash)

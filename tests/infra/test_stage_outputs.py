@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.local.wire import is_secret
+from idempotent_messaging.local.unwrap import is_secret
 from idempotent_messaging.offline import ProgramRun, run_program
 from idempotent_messaging.offline.project import SECRET_PLACEHOLDER
 

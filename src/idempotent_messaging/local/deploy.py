@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from idempotent_messaging.local.materialise import EmulatorMocks
 from idempotent_messaging.local.registry import Registry
 from idempotent_messaging.local.server import Emulator, start_emulator
-from idempotent_messaging.local.wire import plain_outputs
+from idempotent_messaging.local.unwrap import plain_outputs
 from idempotent_messaging.offline.errors import ProgramError
 from idempotent_messaging.offline.project import load_project, load_stack_config
 from idempotent_messaging.offline.runner import ProgramRun, run_program

@@ -3,7 +3,7 @@
 The Pulumi SDK awaits every input before it registers a resource, so `new_resource` sees
 resolved values (ARNs and URLs the emulator returned for earlier resources) in camelCase with
 numbers as floats, still in Pulumi's wire wrappers: every input (and every invoke's arguments)
-is seen through them first (`local.wire.plain`: a secret is its value, an unknown refuses the
+is seen through them first (`local.unwrap.plain`: a secret is its value, an unknown refuses the
 resource by property path), so no materialiser ever reads a wrapper. Each supported type is
 created through boto3 and its real identifiers are returned as outputs, so dependent resources
 get them too. A type without a materialiser, or a
@@ -35,7 +35,7 @@ from idempotent_messaging.local.registry import (
     ScheduleConfig,
 )
 from idempotent_messaging.local.server import EMULATOR_ACCOUNT_ID, Emulator, queue_url_from_arn
-from idempotent_messaging.local.wire import plain
+from idempotent_messaging.local.unwrap import plain
 from idempotent_messaging.offline.mocks import AwsMocks
 
 # Invokes that read no cloud state: answered without the emulator.

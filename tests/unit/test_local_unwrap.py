@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
-from idempotent_messaging.local.wire import SECRET_SIG, SECRET_SIG_KEY, UnknownInput, plain
+from idempotent_messaging.local.unwrap import SECRET_SIG, SECRET_SIG_KEY, UnknownInput, plain
 from idempotent_messaging.rules.values import UNKNOWN_STRING_SENTINEL
 
 pytestmark = pytest.mark.unit

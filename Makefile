@@ -21,7 +21,7 @@ help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.lock pyproject.toml
-	@echo "== install: .venv from requirements.lock (about 2 minutes on a fresh machine)"
+	@echo "== install: .venv from requirements.lock (about a minute on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --disable-pip-version-check pip==$(PIP_VERSION)
 	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-compile -r requirements.lock

@@ -6,15 +6,16 @@ starts and when it is over. Missing data is "not breaching": an idle queue is he
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging import names
+from idempotent_messaging import limits, names
 
-from . import iam
+from . import iam, protection
 from .validation import check_emails
 
 DEFAULT_PERIOD_S = 60
@@ -52,11 +53,14 @@ KMS_ADMIN_ACTIONS = (
 
 @dataclass(frozen=True)
 class AlarmTopic:
-    """A created alarm topic, its KMS key and its email subscriptions."""
+    """A created alarm topic, its KMS key, its email subscriptions and (with any) the queue
+    that keeps what SNS could not deliver to them, with its alarm."""
 
     topic: aws.sns.Topic
     key: aws.kms.Key
     subscriptions: list[aws.sns.TopicSubscription]
+    undelivered: aws.sqs.Queue | None = None
+    undelivered_alarm: aws.cloudwatch.MetricAlarm | None = None
 
 
 def alarm_topic_key_policy(
@@ -137,17 +141,95 @@ def create_alarm_topic(
         tags=names.tagged(tags, full_name, topic_name),
         opts=opts,
     )
+    if not emails:
+        return AlarmTopic(topic=topic, key=key, subscriptions=[])
+    # SNS discards a notification it cannot deliver to an address (a bouncing mailbox, an
+    # unconfirmed or deleted subscription) once the email protocol's delivery policy is spent,
+    # unless the subscription has a dead-letter queue (SNS Developer Guide, "Amazon SNS
+    # dead-letter queues"). So every address redrives into one queue of undelivered alarms,
+    # kept 14 days, which only this topic may send to; its own alarm notifies the same topic
+    # (and so the same addresses): when those cannot receive either, the alarm's state in the
+    # console and the queue's messages are what remains, and both say what was missed.
+    undelivered = _undelivered_queue(
+        f"{resource_name}-undelivered", f"{full_name}-undelivered", topic, tags, parent
+    )
     subscriptions = [
         aws.sns.TopicSubscription(
             f"{resource_name}-email-{index}",
             topic=topic.arn,
             protocol="email",
             endpoint=email,
+            redrive_policy=undelivered.arn.apply(
+                lambda arn: json.dumps({"deadLetterTargetArn": arn})
+            ),
             opts=opts,
         )
         for index, email in enumerate(emails)
     ]
-    return AlarmTopic(topic=topic, key=key, subscriptions=subscriptions)
+    undelivered_alarm = dlq_visible_alarm(
+        f"{resource_name}-undelivered-visible",
+        alarm_name=f"{full_name}-undelivered-visible",
+        dlq_name=undelivered.name,
+        actions=[topic.arn],
+        tags=tags,
+        parent=parent,
+    )
+    return AlarmTopic(
+        topic=topic,
+        key=key,
+        subscriptions=subscriptions,
+        undelivered=undelivered,
+        undelivered_alarm=undelivered_alarm,
+    )
+
+
+def _undelivered_queue(
+    resource_name: str,
+    full_name: str,
+    topic: aws.sns.Topic,
+    tags: Mapping[str, str] | None,
+    parent: pulumi.Resource | None,
+) -> aws.sqs.Queue:
+    """The alarm topic's subscription DLQ: SSE-SQS (SNS may send to it, unlike one encrypted
+    with the AWS-managed aws/sqs key), 14 days, TLS only, sends only from ``topic``."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    queue_name = names.fit(full_name, names.SQS_QUEUE)
+    queue = aws.sqs.Queue(
+        resource_name,
+        name=queue_name,
+        sqs_managed_sse_enabled=True,
+        message_retention_seconds=limits.SQS_MAX_RETENTION_S,
+        # Copies of notifications whose alarms keep their own state and history: declared
+        # disposable (protection.py), never a reason to block a replacement of the stack.
+        tags=names.tagged(
+            protection.data_tags(tags, protection.ROLE_UNDELIVERED_ALARMS, protect_data=False),
+            full_name,
+            queue_name,
+        ),
+        opts=opts,
+    )
+    tls_only = iam.deny_insecure_transport("sqs", queue.arn)
+    aws.sqs.QueuePolicy(
+        f"{resource_name}-policy",
+        queue_url=queue.url,
+        policy=pulumi.Output.json_dumps(
+            iam.document(
+                [
+                    *tls_only["Statement"],
+                    {
+                        "Sid": "AlarmTopicDeadLetters",
+                        "Effect": "Allow",
+                        "Principal": {"Service": "sns.amazonaws.com"},
+                        "Action": "sqs:SendMessage",
+                        "Resource": queue.arn,
+                        "Condition": {"ArnEquals": {"aws:SourceArn": topic.arn}},
+                    },
+                ]
+            )
+        ),
+        opts=opts,
+    )
+    return queue
 
 
 def create_stack_alarm_topic(
@@ -192,7 +274,7 @@ def metric_alarm(
     period: int = DEFAULT_PERIOD_S,
     evaluation_periods: int = 1,
     tags: Mapping[str, str] | None = None,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None,
 ) -> aws.cloudwatch.MetricAlarm:
     """One alarm with the same actions on ALARM and OK."""
     if not actions:
@@ -225,7 +307,7 @@ def dlq_visible_alarm(
     dlq_name: pulumi.Input[str],
     actions: Sequence[pulumi.Input[str]],
     tags: Mapping[str, str] | None = None,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None,
 ) -> aws.cloudwatch.MetricAlarm:
     """DLQ ApproximateNumberOfMessagesVisible >= 1: one dead-lettered message is news."""
     return metric_alarm(

@@ -34,13 +34,20 @@ REFERENCE_DEFAULTS: Mapping[str, Mapping[str, Mapping[str, Any]]] = {
             "handler": "handlers.orders.handler",
             # Keyed by the event: the claim kept in the row is the event's (docs/runtime.md).
             "business_table": BusinessTableArgs(name="order_records", hash_key="event_id"),
+            # handlers/orders.py declares SingleItemEffect: the claim lives in the row, so the
+            # role gets the in-item calls only (docs/components.md, "What each grant is for").
+            "claim_placement": "business_item",
             "create_notification_topic": True,
             "service_name": "orders",
         },
     },
     FANOUTS_KEY: {
         # The charge consumer's handler (its ledger is the component's).
-        "monthly-charge": {"consumer_handler": "handlers.charges.handler"},
+        # handlers/charges.py declares SingleItemEffect on the ledger row.
+        "monthly-charge": {
+            "consumer_handler": "handlers.charges.handler",
+            "consumer_claim_placement": "business_item",
+        },
     },
 }
 """What this repository's instances need in every stage (their code and tables); the stage

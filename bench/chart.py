@@ -54,8 +54,8 @@ INK, GREY, GRID = "#1b1b1b", "#555555", "#dddddd"
 
 # Layout, px
 WIDTH = 860
-LABEL_RIGHT = 205  # implementation names end here (right-aligned)
-PLOT_LEFT = 215
+LABEL_RIGHT = 245  # implementation names end here (right-aligned; the longest fits)
+PLOT_LEFT = 255
 PLOT_RIGHT = WIDTH - 20
 BAR_HEIGHT = 24
 BAR_PITCH = 34

@@ -8,9 +8,12 @@ Body: ``{"event_id": "<producer id>", "order": {"order_id": "<id>", ...}}``.
 * The effect is that one row, declared ``SingleItemEffect.keyed_by_event_id("event_id")``: the
   event's claim lives in it (``claim_event_id``, ``claim_status``, ...), as long as the row;
   no state-table item, and a fresh message costs ONE write unit for row and claim together.
-* An event id is claimed once, whatever else its body says: a re-send of the same event id
-  (any messageId, any ``order_id``) is a duplicate, never a second row; the notification is
-  re-sent only if the first delivery died before publishing.
+* An event id is claimed once, and never yields a second row: a re-send of the same event id
+  (any messageId) with the same content (the whole body, numbers by value) is a duplicate,
+  skipped; the notification is re-sent only if the first delivery died before publishing.
+  With other content (another ``order_id``, another amount) it is a ``conflicting_duplicate``:
+  quarantined with its reason, the first row and notification stand (docs/runtime.md,
+  "Conflicts").
 * A DIFFERENT event id is a different row, also for an ``order_id`` already recorded: which
   events are one business fact is the producer's to say, with the event id.
 """

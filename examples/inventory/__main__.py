@@ -27,6 +27,10 @@ stock = IdempotentQueueConsumer(
         business_table=BusinessTableArgs(
             name="stock_levels", hash_key="sku", range_key="warehouse"
         ),
+        # app/inventory/stock.py declares no effect (its claim is a state-table item, committed
+        # with the stock Update): the role gets exactly those calls.
+        claim_placement="state_table",
+        business_writes=["Update"],
         create_notification_topic=True,
         function_timeout_seconds=config.get_int("functionTimeoutSeconds") or 20,
         alarm_emails=[config.require("alarmEmail")],

@@ -33,6 +33,13 @@ ESM_MAX_MAXIMUM_CONCURRENCY = 1000
 DEFAULT_VISIBILITY_MULTIPLIER = 6  # AWS's Lambda guidance: >= 6x the function timeout
 DEFAULT_MIN_MAX_RECEIVE_COUNT = 3  # 1 would dead-letter on a single transient failure
 DEFAULT_MAX_MAX_RECEIVE_COUNT = 20  # beyond this, poison messages burn retries for hours
+# EventBridge Scheduler's defaults when a schedule sets no retry policy, which are also the
+# ceilings of its API (RetryPolicy: MaximumRetryAttempts 0..185, MaximumEventAgeInSeconds
+# 60..86400).
+SCHEDULER_MAX_RETRY_ATTEMPTS = 185
+SCHEDULER_MAX_EVENT_AGE_S = 86400
+# The response type that makes Lambda retry only the failed records of an SQS batch.
+REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
 
 # --- How the pack recognises an idempotency/state table ----------------------------------------
 # A DynamoDB table is an idempotency table when a Lambda function's environment names it under
@@ -77,3 +84,28 @@ def age_alarm_threshold(retention_s: float, fraction: float = 0.5) -> int:
     if not 0 < fraction < 1:
         raise ValueError(f"fraction must be in (0, 1), got {fraction}")
     return int(retention_s * fraction)
+
+
+def max_receive_count_in_range(
+    count: float,
+    low: float = DEFAULT_MIN_MAX_RECEIVE_COUNT,
+    high: float = DEFAULT_MAX_MAX_RECEIVE_COUNT,
+) -> int:
+    """The nearest maxReceiveCount within [low, high]: enough receives to outlast a transient
+    failure, few enough to isolate a poison message before it burns retries for hours."""
+    if low > high:
+        raise ValueError(f"maxReceiveCount range is empty: {low} > {high}")
+    return int(min(max(count, math.ceil(low)), math.floor(high)))
+
+
+def tls_only_statement(resource: str) -> dict[str, object]:
+    """The queue policy statement that refuses every request not made over TLS (SQS Developer
+    Guide, security best practices: aws:SecureTransport)."""
+    return {
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sqs:*",
+        "Resource": resource,
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }

@@ -83,7 +83,7 @@ def test_each_invariant_fails_on_the_numbers_that_break_it(
 
 
 def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     env = {**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)}
     proc = subprocess.Popen(
@@ -102,7 +102,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         # The kept emulator answers the ops CLI: the DLQ holds the three poison messages.
         monkeypatch.setenv("EMULATOR_STATE_DIR", str(tmp_path))
         assert ops_main(["consumers", "--emulator", "--stack", "dev", "--json"]) == 0
-        orders = {c["name"]: c for c in json.loads(capsys.readouterr().out)}["orders"]
+        orders = {c["name"]: c for c in json.loads(capfd.readouterr().out)}["orders"]
         assert (orders["name"], orders["dlq_visible"], orders["queue_visible"]) == ("orders", 3, 0)
 
         # ... and its poller still processes an outside script's traffic, which knows only
@@ -128,10 +128,10 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         # --seed 14 writes the demo's 12 accounts again plus 2 new ones.
         args = ["run-month", "--month", "2026-06", "--stack", "dev", "--target", "emulator"]
         assert ops_main([*args, "--seed", "14"]) == 0
-        rerun = capsys.readouterr().out
-        assert f"attached to the kept emulator at {endpoint}" in rerun
-        assert "seeded 14 active billing accounts" in rerun
-        assert '"enqueued": 14' in rerun
+        rerun = capfd.readouterr()
+        assert f"attached to the kept emulator at {endpoint}" in rerun.err  # progress
+        assert "seeded 14 active billing accounts" in rerun.err
+        assert json.loads(rerun.out)["response"]["enqueued"] == 14  # stdout: the result alone
         ddb = boto3.client("dynamodb", **kwargs)
         outputs = saved["outputs"]
         ledger = ddb.scan(TableName=outputs["monthly_charge_consumer_business_table_name"])
@@ -170,14 +170,20 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         "[PASS] nothing lost",
         "endpoint does not support StartMessageMoveTask",
         f"aws --endpoint-url {endpoint} sqs list-queues",
-        "ALARM orders-dev-dlq-not-empty",  # the DLQ holds the poison: its alarm would fire
+        # The DLQ holds the poison: its alarm would fire, as the scenario means it to.
+        "ALARM orders-dev-dlq-not-empty",
+        "(ApproximateNumberOfMessages now) [expected: the poison stays quarantined]",
+        "[PASS] no configuration error",
         "consumer monthly_charge_consumer",
         "fires for 2026-06 at 2026-05-31T18:00Z, TWICE",
         "[PASS] one business row per event: 12 rows for 12 events",
     ):
         assert expected in out
     # Outcomes come from the runtime's own records: the crash after the commit left pending
-    # claims that the redelivery republished; the extra sends were skipped as duplicates.
+    # claims that the redelivery republished; the 2 extra sends of evt-001 and the 2 re-sends
+    # were duplicates. Batches run concurrently, so a copy of evt-001 in another batch may meet
+    # the crashed batch's pending claim and republish it instead of being skipped: the 4 extra
+    # copies and the >= 1 republish are counted together.
     orders_section = out.split("consumer orders")[1].split("consumer monthly_charge")[0]
     counts = {
         parts[0]: int(parts[1])
@@ -185,7 +191,7 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         if len(parts) > 2 and parts[0] in OUTCOME_MEANINGS and parts[1].isdigit()
     }
     assert counts["republished"] >= 1
-    assert counts["duplicate_skipped"] >= 4
+    assert counts["duplicate_skipped"] + counts["republished"] >= 4 + 1
     assert counts["quarantined"] >= 3
     assert '"outcome"' not in out  # handler log lines went to the log file
     assert '"outcome":"republished"' in (tmp_path / "demo-dev.log").read_text().replace(" ", "")

@@ -25,6 +25,7 @@ from tests.e2e.conftest import FIXTURES
 pytestmark = pytest.mark.e2e
 
 SHOP = FIXTURES / "shop"
+SECRETS = FIXTURES / "secrets"
 UNSUPPORTED = FIXTURES / "unsupported"
 REPOSITORY = Path(__file__).resolve().parents[2]
 PAYMENT = {"event_id": "pay-{i}", "payment_id": "p-{i}", "amount": 100}
@@ -112,7 +113,9 @@ def test_only_declared_invariants_are_checked_and_they_say_why(shop_run: dict[st
     assert "2 event(s) completed per the runtime's log; no row for ['ship-1']" in shipments.detail
     assert not report.ok
     text = report.text()
-    assert "RESULT: FAILED (shipments: one row per event" in text
+    assert "  - shipments: invariant: one row per event (shipments-e2e-shipments.event_id)" in (
+        text
+    )
     assert "[FAIL]" not in text.split("consumer payments")[1].split("consumer shipments")[0]
 
 
@@ -122,8 +125,19 @@ def test_the_demo_reports_no_row_failure_for_a_consumer_it_cannot_read() -> None
     report.row_key = None  # not a reference handler: its rows are not the demo's to read
     report.rows, report.rows_per_event = 2, Counter({"?": 2})
     checks = check_invariants(report)
-    assert [label for label, _, _ in checks] == ["nothing lost"]
+    assert [label for label, _, _ in checks] == ["no configuration error", "nothing lost"]
     assert all(passed for _, passed, _ in checks)
+
+
+def test_the_demo_fails_a_consumer_whose_records_failed_for_its_configuration() -> None:
+    report = ConsumerReport(DeployedConsumer(name="orders"))
+    report.row_key = None
+    report.configuration_failures = Counter({"IDEMPOTENCY_STATE_TABLE is missing": 5})
+    checks = {label: (passed, detail) for label, passed, detail in check_invariants(report)}
+    assert checks["no configuration error"] == (
+        False,
+        "5 deliveries failed: IDEMPOTENCY_STATE_TABLE is missing",
+    )
 
 
 # --- The command -----------------------------------------------------------------------------
@@ -152,11 +166,15 @@ def test_the_command_sends_drains_and_reports_every_consumer(tmp_path: Path) -> 
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
-    for expected in (
+    assert out.startswith("=" * 78 + "\nREPORT  project=shop  stack=e2e")  # the report alone
+    for progress in (
         "starting the embedded AWS emulator",
         "deploying stack e2e of project shop",
         "sent 4 message(s) to payments-e2e (each twice: a producer retry)",
         "draining every event source mapping",
+    ):
+        assert progress in done.stderr and progress not in out, progress
+    for expected in (
         "consumer audit-fn  (raw pulumi_aws",
         "consumer payments  (IdempotentQueueConsumer",
         "consumer shipments  (IdempotentQueueConsumer",
@@ -171,19 +189,104 @@ def test_the_command_sends_drains_and_reports_every_consumer(tmp_path: Path) -> 
     assert '"outcome":"processed"' in (tmp_path / "local-e2e.log").read_text().replace(" ", "")
 
 
-def test_a_failed_declared_invariant_exits_1_and_json_carries_the_numbers(tmp_path: Path) -> None:
+def test_a_failed_declared_invariant_exits_1_and_json_alone_on_stdout_carries_the_numbers(
+    tmp_path: Path,
+) -> None:
+    """The console script as a script pipes it: stdout parses as ONE JSON document, even with
+    the handlers' log lines shown (--verbose: on stderr) and the progress lines."""
     done = local_cli(
-        "--project", str(SHOP), "--stack", "e2e", "--json",
+        "--project", str(SHOP), "--stack", "e2e", "--json", "--verbose",
         "--one-row-per-event", "shipments=event_id",
         "send", "--queue", "shipments", "--body", '{"event_id": "s-{i}", "shipment_id": "x"}',
         "--count", "2",
         state=tmp_path,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(done.stdout[done.stdout.index("{") :])
+    report = json.loads(done.stdout)
     (check,) = report["consumers"]["shipments"]["checks"]
     assert report["ok"] is False and check["passed"] is False
     assert "no row for ['s-1']" in check["detail"]
+    assert [(f["consumer"], f["kind"]) for f in report["failures"]] == [("shipments", "invariant")]
+    assert '"outcome":"processed"' in done.stderr.replace(" ", "")  # --verbose: stderr
+    assert "draining every event source mapping" in done.stderr
+
+
+# --- The verdict and the exit status, in-process: stdout is the report alone -----------------
+
+
+def run_cli(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, state: Path, *args: str
+) -> tuple[int, str, str]:
+    """The command's main in this process: (exit status, stdout, stderr) as captured."""
+    from idempotent_messaging.local.cli import main
+
+    monkeypatch.setenv("EMULATOR_STATE_DIR", str(state))
+    capfd.readouterr()
+    code = main(list(args))
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def test_a_configuration_error_exits_1_with_the_failures_in_the_json_alone_on_stdout(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The consumer of issue 34's second kind: deployed without the topic its handler
+    publishes to; every message ends in the DLQ. Exit 1, never RESULT: OK."""
+    code, out, err = run_cli(
+        capfd, monkeypatch, tmp_path,
+        "--project", str(SECRETS), "--stack", "e2e", "--json",
+        "send", "--queue", "alerts", "--body", '{"event_id": "alert-{i}"}', "--count", "2",
+    )  # fmt: skip
+    assert code == 1, err[-3000:]
+    # In this process the handlers' EMF documents reach pytest's stdout object, not the
+    # descriptor the command redirects (a real process: the subprocess test above, where
+    # stdout parses whole); the report is the pretty-printed document after them.
+    report = json.loads(out[out.index("{\n") :])
+    assert report["ok"] is False
+    assert [(f["consumer"], f["kind"]) for f in report["failures"]] == [
+        ("alerts", "configuration"),
+        ("alerts", "alarm"),
+    ]
+    assert "NOTIFICATION_TOPIC_ARN is missing" in report["failures"][0]["detail"]
+    assert "deploying stack e2e of project secretshop" in err  # progress
+
+
+def test_expected_alarms_make_a_poison_run_ok_and_are_required_to_fire(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    poison = ("send", "--queue", "payments", "--body", '{"event_id": "pay-bad", "amount": 1}')
+    expected = (
+        "--expect-alarm", "payments-e2e-dlq-not-empty",  # by name
+        "--expect-alarm", "payments-quarantined-alarm",  # by resource name
+    )  # fmt: skip
+    project = ("--project", str(SHOP), "--stack", "e2e")
+    code, out, err = run_cli(capfd, monkeypatch, tmp_path, *project, *expected, *poison)
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert "RESULT: OK (3 consumer(s), 0 declared invariant(s), 2 expected alarm(s)" in out
+    assert "payments-e2e-dlq-not-empty: ApproximateNumberOfMessagesVisible 1" in out
+    assert "(ApproximateNumberOfMessages now) [expected]" in out
+    # An expected alarm that the run does not trip fails it: nothing was sent.
+    code, out, _ = run_cli(
+        capfd, monkeypatch, tmp_path, *project, *expected[:2], "run", "--no-schedules"
+    )
+    assert code == 1
+    assert (
+        "  - payments: expected alarm: payments-e2e-dlq-not-empty was declared expected in "
+        "ALARM but is OK" in out
+    )
+
+
+def test_an_expected_alarm_the_stack_does_not_have_is_refused_before_any_traffic(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    code, out, err = run_cli(
+        capfd, monkeypatch, tmp_path,
+        "--project", str(SHOP), "--stack", "e2e", "--json", "--expect-alarm", "payments-dlq",
+    )  # fmt: skip
+    assert code == 2
+    assert out == ""
+    assert "no alarm 'payments-dlq' in stack e2e; its alarms: " in err
+    assert "payments-e2e-dlq-not-empty" in err
 
 
 def test_a_stack_with_resources_the_emulator_does_not_hold_is_refused_by_name(
@@ -241,7 +344,8 @@ def test_a_kept_emulator_takes_sends_from_another_terminal_and_the_ops_cli(tmp_p
             state=tmp_path,
         )  # fmt: skip
         assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-3000:]
-        assert "attached to the kept emulator at" in sent.stdout
+        assert "attached to the kept emulator at" in sent.stderr
+        assert sent.stdout.startswith("=" * 78 + "\nREPORT  project=shop")
         payments = sent.stdout.split("consumer payments")[1].split("consumer shipments")[0]
         assert "messages sent                  2" in payments  # sent by the other process
         assert "processed                    1" in payments

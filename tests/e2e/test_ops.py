@@ -342,3 +342,36 @@ def test_purge_asks_for_the_queue_name_and_purges_only_when_it_is_typed(
     assert main(_cli(mini, tmp_path, "purge", "orders")) == 0
     assert queue_counts(sqs, url)["visible"] == 0
     assert prompts[0].startswith("purge 2 visible message(s) from ")
+
+
+def test_every_json_output_is_one_json_document_alone_on_stdout(
+    mini: StackSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Each subcommand's --json, piped into a JSON parser whole: progress (redrive's notes,
+    the run-month child's lines) goes to stderr, never between the document's lines."""
+    sqs = mini.client("sqs")
+    outputs = mini.registry.outputs
+    state = outputs["orders"]["state_table_name"]
+    _quarantine(sqs, outputs["orders"]["dlq_url"], 2)
+    runs = [
+        ("consumers",),
+        ("peek", "orders"),
+        ("explain", "orders", "--table", state),
+        ("owed", "--table", state, "--older-than", "0"),
+        ("redrive", "orders", "--dry-run"),
+        ("redrive", "orders", "--method", "manual"),
+        ("purge", "orders", "--yes"),
+    ]
+    capfd.readouterr()
+    for run in runs:
+        assert main(_cli(mini, tmp_path, *run, "--json")) == 0, run
+        out, _ = capfd.readouterr()
+        document = json.loads(out)  # the whole of stdout
+        assert isinstance(document, list | dict), run
+    # The last one: purge says what it purged (the DLQ the redrive emptied), as JSON.
+    assert document == {
+        "queue": "mini-orders-dlq",
+        "url": outputs["orders"]["dlq_url"],
+        "visible_before": 0,
+        "purged": True,
+    }

@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from moto.core.utils import unix_time_millis
 
+from idempotent_messaging.local import moto_patches
 from idempotent_messaging.local.observe import Observer, queue_counts, scan_all
 from idempotent_messaging.local.poller import Poller
 from idempotent_messaging.local.registry import FunctionConfig, MappingConfig, Registry
@@ -73,6 +76,7 @@ def _register(
         batch_size=mapping.get("batch_size", 10),
         maximum_batching_window_s=mapping.get("window", 0),
         function_response_types=mapping.get("types", ["ReportBatchItemFailures"]),
+        maximum_concurrency=mapping.get("concurrency"),
     )
     return config
 
@@ -238,3 +242,98 @@ def test_short_scenario_duplicates_and_poison_keep_the_invariants(mini: StackSes
     assert all(notifications[f"e{i}"] >= 1 for i in range(5))
     assert queue_counts(sqs, orders["dlq_url"])["visible"] == 2
     assert queue_counts(sqs, orders["queue_url"]) == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+# --- concurrency and the visibility clock -------------------------------------------------------
+
+
+def test_a_mapping_runs_up_to_its_maximum_concurrency_at_once(
+    probe: tuple[StackSession, str, str],
+) -> None:
+    """ScalingConfig.MaximumConcurrency 3: three batches are invoked at the same time (each
+    invocation waits at a barrier until all three run; serialised invocations would break it)."""
+    session, url, arn = probe
+    mapping = _register(session, arn, "meet", batch_size=1, concurrency=3)
+    probe_handlers.BARRIERS["meet"] = threading.Barrier(3, timeout=20)
+    sqs = session.client("sqs")
+    try:
+        for i in range(3):
+            sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": i}))
+        poller = Poller(session.registry, session.endpoint_url, sqs, release_failed=True)
+        assert poller.concurrency_of(mapping) == 3
+        assert poller.drain([mapping], timeout_s=30) == 3
+    finally:
+        probe_handlers.BARRIERS.pop("meet", None)
+    stats = poller.stats[mapping.uuid]
+    assert (stats.invocations, stats.invocation_errors, stats.peak_concurrency) == (3, 0, 3)
+    assert queue_counts(sqs, url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+def test_a_mapping_without_maximum_concurrency_runs_five_like_lambda_starts() -> None:
+    """Lambda "starts processing five batches at a time with five concurrent invocations";
+    MaximumConcurrency caps it; a poller-wide cap caps both."""
+    registry = Registry(region="ap-northeast-1")
+    plain = MappingConfig("u1", "f", "arn:aws:sqs:ap-northeast-1:123456789012:q", 10, 0, [])
+    capped = MappingConfig(
+        "u2", "f", "arn:aws:sqs:ap-northeast-1:123456789012:q", 10, 0, [], maximum_concurrency=40
+    )
+    poller = Poller(registry, "http://127.0.0.1:9", sqs=None)
+    assert (poller.concurrency_of(plain), poller.concurrency_of(capped)) == (5, 40)
+    poller.concurrency = 8
+    assert (poller.concurrency_of(plain), poller.concurrency_of(capped)) == (5, 8)
+
+
+@pytest.fixture
+def queue_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The emulator's SQS clock, moved forward by the test (offset in ms, list for mutation)."""
+    offset = [0.0]
+    monkeypatch.setattr(moto_patches, "unix_time_millis", lambda: unix_time_millis() + offset[0])
+    moto_patches.set_visibility_scale(0.01)
+    yield offset
+    moto_patches.set_visibility_scale(1)
+
+
+def test_a_failed_record_returns_after_the_visibility_timeout_on_the_accelerated_clock(
+    probe: tuple[StackSession, str, str], queue_clock: list[float]
+) -> None:
+    """Lambda leaves a failed record to SQS: it is received again once the queue's visibility
+    timeout (60 s here) has passed, here on a clock 100 times faster (0.6 s)."""
+    session, url, arn = probe
+    mapping = _register(session, arn, "fail_first")
+    sqs = session.client("sqs")
+    sqs.send_message(QueueUrl=url, MessageBody="{}")
+    poller = Poller(session.registry, session.endpoint_url, sqs)
+    first = poller.poll_once(mapping)
+    assert first is not None and len(first.failed_ids) == 1
+    queue_clock[0] += 500  # 0.5 s of queue time: 50 s of SQS's
+    assert poller.poll_once(mapping) is None
+    queue_clock[0] += 200
+    again = poller.poll_once(mapping)
+    assert again is not None and again.deleted == 1
+    records = [r for seen in probe_handlers.SEEN for r in seen["event"]["Records"]]
+    assert [r["attributes"]["ApproximateReceiveCount"] for r in records] == ["1", "2"]
+
+
+def test_drain_waits_for_failed_records_to_come_back_and_be_processed(
+    probe: tuple[StackSession, str, str],
+) -> None:
+    """On the accelerated clock a drain is not done while a failed record is in flight: it
+    ends once the record came back and was processed."""
+    session, url, arn = probe
+    mapping = _register(session, arn, "fail_first")
+    sqs = session.client("sqs")
+    for i in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": i}))
+    moto_patches.set_visibility_scale(0.005)  # 60 s -> 0.3 s
+    try:
+        poller = Poller(session.registry, session.endpoint_url, sqs)
+        poller.drain([mapping], timeout_s=30)
+    finally:
+        moto_patches.set_visibility_scale(1)
+    counts = [
+        r["attributes"]["ApproximateReceiveCount"]
+        for s in probe_handlers.SEEN
+        for r in s["event"]["Records"]
+    ]
+    assert sorted(counts) == ["1", "1", "1", "2", "2", "2"]
+    assert queue_counts(sqs, url) == {"visible": 0, "in_flight": 0, "delayed": 0}

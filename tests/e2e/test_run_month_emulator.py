@@ -40,8 +40,9 @@ def test_a_failed_emulator_run_exits_2_and_says_why(
     args = ["run-month", "--month", "2026-06", "--stack", "e2e", "--target", "emulator"]
     assert main([*args, "--project", str(missing)]) == 2
     captured = capfd.readouterr()
-    assert "no running emulator for stack e2e: starting one" in captured.out
+    assert "no running emulator for stack e2e: starting one" in captured.err  # progress
     assert f"error: project directory {missing} does not exist" in captured.err
+    assert captured.out == ""  # stdout carries a result document or nothing
 
 
 def test_a_bad_month_is_refused_before_any_emulator_starts(

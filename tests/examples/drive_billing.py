@@ -47,7 +47,12 @@ def run_on_emulator() -> dict[str, Any]:
 
     faults = FaultInjector()
     declared = {"invoicing-charges": "invoice_key"}
-    with local_stack(EXAMPLE, STACK, one_row_per_event=declared) as s, faults.installed():
+    # The injected crash below is an invocation error: the charge consumer's errors alarm fires.
+    expected = ["invoicing-dev-charges-consumer-errors"]
+    with (
+        local_stack(EXAMPLE, STACK, one_row_per_event=declared, expect_alarms=expected) as s,
+        faults.installed(),
+    ):
         ddb = s.client("dynamodb")
         table = s.outputs["customers_table_name"]
         for i in range(6):
@@ -56,7 +61,7 @@ def run_on_emulator() -> dict[str, Any]:
         ddb.put_item(TableName=table, Item=customer("t-1", "typo", 500, currency="euro"))
         (schedule,) = s.schedules
         # The schedule fires twice for June; the first charge batch dies after its commit.
-        crash = faults.crash_once("Publish", "PublishBatch")
+        crash = faults.crash_once("PublishBatch")
         fires = [s.fire(schedule, month=MONTH), s.fire(schedule, month=MONTH)]
         s.drain()
         faults.remove(crash)

@@ -55,7 +55,7 @@ def run_on_emulator() -> dict[str, Any]:
         stack.drain()
         # A crash after the commit: the process dies in the SNS publish of this event's batch;
         # SQS redelivers it and the runtime must only re-publish, never re-apply the delta.
-        crash = faults.crash_once("Publish", "PublishBatch")
+        crash = faults.crash_once("PublishBatch")
         sqs.send_message(QueueUrl=queue, MessageBody=stock_body("e-4", "sku-2", 3))
         stack.drain()
         faults.remove(crash)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
-from pulumi.runtime.mocks import MockCallArgs
+from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs
 
 from idempotent_messaging.offline.mocks import AwsMocks
 from idempotent_messaging.offline.recorder import RecordedResource
@@ -78,6 +78,23 @@ def _plain(value: Any) -> Any:
     return value
 
 
+LOG_GROUP_TYPE = "aws:cloudwatch/logGroup:LogGroup"
+
+
+def with_log_group_arn(typ: str, outputs: dict[str, Any]) -> dict[str, Any]:
+    """A log group's ``arn`` as AWS gives it: ``arn:<partition>:logs:<region>:<account>:
+    log-group:<name>`` (CloudWatch Logs API reference, LogGroup; pulumi-aws drops the trailing
+    ``:*``). The offline engine's mocks give it their generic ``arn:aws:cloudwatch:...:<name>``,
+    which no IAM database matches (tests/infra/test_policy_database.py reads it from the role
+    policies)."""
+    arn = outputs.get("arn")
+    if typ != LOG_GROUP_TYPE or not isinstance(arn, str) or not arn.startswith("arn:"):
+        return outputs
+    partition, region, account = arn.split(":")[1], arn.split(":")[3], arn.split(":")[4]
+    name = outputs.get("name")
+    return {**outputs, "arn": f"arn:{partition}:logs:{region}:{account}:log-group:{name}"}
+
+
 class ComponentMocks(AwsMocks):
     """The offline engine's AWS mocks (realistic ARNs/URLs in this stack's region and account,
     so ARN parsing in the component is exercised; computed outputs unknown in a preview),
@@ -85,6 +102,10 @@ class ComponentMocks(AwsMocks):
 
     def __init__(self, *, preview: bool) -> None:
         super().__init__(preview=preview, region=REGION, account_id=ACCOUNT)
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        resource_id, outputs = super().new_resource(args)
+        return resource_id, with_log_group_arn(args.typ, outputs)
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         raise AssertionError(f"the component must not call invokes; it called {args.token}")

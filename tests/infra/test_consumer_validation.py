@@ -233,6 +233,16 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         ("notification_topic_arn=", "not both"),
     ),
     (
+        "topic-arn-not-sns",
+        {"notification_topic_arn": "arn:aws:sqs:us-east-1:111122223333:orders"},
+        ("notification_topic_arn='arn:aws:sqs:", "SNS topic ARN"),
+    ),
+    (
+        "topic-arn-bad-name",
+        {"notification_topic_arn": "arn:aws:sns:us-east-1:111122223333:注文"},
+        ("notification_topic_arn=", "SNS topic ARN"),
+    ),
+    (
         "email-format",
         {"alarm_emails": ["not-an-email"]},
         ("alarm_emails='not-an-email'", "email address"),
@@ -260,7 +270,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"age_alarm_threshold_seconds": 10},
         ("age_alarm_threshold_seconds=10",),
     ),
-    ("physical-name-too-long", {"physical_name": "x" * 41}, ("physical_name='xxxxxxxx", "1..40")),
+    ("physical-name-too-long", {"physical_name": "x" * 129}, ("physical_name='xxxxxxxx", "1..128")),
     ("physical-name-chars", {"physical_name": "orders.dev"}, ("physical_name='orders.dev'",)),
     ("tag-value", {"tags": {"team": 1}}, ("tags='team'",)),
 ]
@@ -321,3 +331,34 @@ def test_explicit_visibility_below_recommended_is_accepted_with_the_opt_out(
     run = run_consumer(visibility_timeout_seconds=60, allow_visibility_below_recommended=True)
     queue = run.one("aws:sqs/queue:Queue", "orders-queue")
     assert queue.inputs["visibilityTimeoutSeconds"] == 60
+
+
+@pytest.mark.parametrize(
+    ("queue_fifo", "topic", "says"),
+    [
+        (True, "arn:aws:sns:us-east-1:111122223333:orders.fifo", "keep its order"),
+        (False, "arn:aws:sns:us-east-1:111122223333:orders.fifo", "no order across events"),
+        (True, "arn:aws:sns:us-east-1:111122223333:orders", "does not keep order"),
+        (False, "arn:aws:sns:us-east-1:111122223333:orders", "no order is kept"),
+    ],
+)
+def test_the_component_says_what_order_the_notifications_keep(
+    run_consumer: ConsumerRunner,
+    monkeypatch: pytest.MonkeyPatch,
+    queue_fifo: bool,
+    topic: str,
+    says: str,
+) -> None:
+    """A FIFO topic is checked against the queue's type (SNS FIFO topics order per
+    MessageGroupId; the runtime's group is the record's on a FIFO queue, the event's on a
+    standard one: runtime/notify.py) and the component says which order the notifications
+    keep, as an info diagnostic of the consumer."""
+    import pulumi
+
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda msg, resource=None, **_: said.append(msg))
+    overrides: dict[str, Any] = {"notification_topic_arn": topic}
+    if queue_fifo:
+        overrides["fifo"] = True
+    run_consumer(**overrides)
+    assert [m for m in said if "topic" in m and says in m], said

@@ -185,3 +185,54 @@ def test_a_stack_alarm_topic_refuses_a_malformed_address_before_any_resource(
 
     with pytest.raises(ValueError, match="alarm_emails='not-an-address'"):
         pulumi_harness.run(program)
+
+
+def test_each_alarm_address_redrives_what_sns_cannot_email_to_a_queue_only_its_topic_fills(
+    pulumi_harness: PulumiHarness,
+) -> None:
+    # SNS discards a message it cannot deliver once the protocol's delivery policy is spent,
+    # unless the subscription has a dead-letter queue (SNS Developer Guide, "Amazon SNS
+    # dead-letter queues"): the pack's sns-subscription-has-redrive says so of every protocol.
+    def program() -> None:
+        alarms.create_alarm_topic(
+            "alarms",
+            topic_name="orders-alarms",
+            account_id="111122223333",
+            emails=["ops@example.com", "oncall@example.com"],
+            parent=None,
+        )
+
+    run = pulumi_harness.run(program)
+    queue = run.one("aws:sqs/queue:Queue", "alarms-undelivered")
+    assert queue.inputs["name"] == "orders-alarms-undelivered"
+    assert queue.inputs["sqsManagedSseEnabled"] is True  # not aws/sqs: SNS could not send
+    assert queue.inputs["messageRetentionSeconds"] == 14 * 24 * 3600
+    subscriptions = run.of_type("aws:sns/topicSubscription:TopicSubscription")
+    assert len(subscriptions) == 2
+    for subscription in subscriptions:
+        redrive = subscription.json("redrivePolicy")
+        assert redrive == {"deadLetterTargetArn": queue.outputs["arn"]}
+    policy = run.one("aws:sqs/queuePolicy:QueuePolicy", "alarms-undelivered-policy")
+    statements = {s["Sid"]: s for s in policy.json("policy")["Statement"]}
+    topic = run.one("aws:sns/topic:Topic", "alarms")
+    assert statements["AlarmTopicDeadLetters"]["Principal"] == {"Service": "sns.amazonaws.com"}
+    assert statements["AlarmTopicDeadLetters"]["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": topic.outputs["arn"]}
+    }
+    assert statements["DenyInsecureTransport"]["Effect"] == "Deny"
+    alarm = run.one("aws:cloudwatch/metricAlarm:MetricAlarm", "alarms-undelivered-visible")
+    assert alarm.inputs["dimensions"] == {"QueueName": "orders-alarms-undelivered"}
+    assert alarm.inputs["alarmActions"] == [topic.outputs["arn"]]
+
+
+def test_an_alarm_topic_without_addresses_has_no_undelivered_queue(
+    pulumi_harness: PulumiHarness,
+) -> None:
+    def program() -> None:
+        alarms.create_alarm_topic(
+            "alarms", topic_name="t", account_id="111122223333", emails=(), parent=None
+        )
+
+    run = pulumi_harness.run(program)
+    assert run.of_type("aws:sqs/queue:Queue") == []
+    assert run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm") == []

@@ -128,10 +128,29 @@ def test_the_schedule_dlq_is_standard_encrypted_and_alarmed(default_run: Run) ->
     assert alarm.inputs["alarmActions"] and alarm.inputs["okActions"]
 
 
-def test_the_scheduler_role_may_invoke_only_the_dispatcher(default_run: Run) -> None:
+def test_the_scheduler_role_trusts_scheduler_only_for_its_account_and_schedule_group(
+    default_run: Run,
+) -> None:
+    """EventBridge Scheduler user guide, "Cross-service confused deputy prevention": the trust
+    names the account (aws:SourceAccount) and the schedule group (aws:SourceArn)."""
     role = default_run.one("aws:iam/role:Role", "monthly-charge-scheduler-role")
-    trust = role.json("assumeRolePolicy")["Statement"]
-    assert [s["Principal"] for s in trust] == [{"Service": "scheduler.amazonaws.com"}]
+    assert role.json("assumeRolePolicy")["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "scheduler.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": ACCOUNT},
+                "ArnEquals": {
+                    "aws:SourceArn": f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule-group/default"
+                },
+            },
+        }
+    ]
+    assert "groupName" not in default_run.one("aws:scheduler/schedule:Schedule").inputs
+
+
+def test_the_scheduler_role_may_invoke_only_the_dispatcher(default_run: Run) -> None:
     statements = policy_of(default_run, "monthly-charge-scheduler-policy")["Statement"]
     dispatcher_arn = arn(default_run, "aws:lambda/function:Function", "monthly-charge-dispatcher")
     dlq_arn = arn(default_run, "aws:sqs/queue:Queue", "monthly-charge-schedule-dlq")
@@ -139,6 +158,25 @@ def test_the_scheduler_role_may_invoke_only_the_dispatcher(default_run: Run) -> 
         (("lambda:InvokeFunction",), (dispatcher_arn,)),
         (("sqs:SendMessage",), (dlq_arn,)),
     }
+
+
+def test_with_a_customer_key_the_scheduler_role_can_read_the_schedule_and_dead_letter(
+    run_fanout: FanoutRunner,
+) -> None:
+    """The schedule is encrypted with the key (kms:Decrypt: EventBridge Scheduler user guide,
+    "Encryption at rest") and so is the schedule DLQ, which Scheduler sends to with this role
+    (kms:GenerateDataKey + kms:Decrypt: SQS developer guide, "Key management"). Without them
+    the first failed fire could not be dead-lettered."""
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    run = run_fanout(kms_master_key_id=key)
+    statements = policy_of(run, "monthly-charge-scheduler-policy")["Statement"]
+    assert {s["Sid"]: (s["Action"], s["Resource"]) for s in statements}["UseScheduleKey"] == (
+        ["kms:Decrypt", "kms:GenerateDataKey"],
+        [key],
+    )
+    assert run.one("aws:scheduler/schedule:Schedule").inputs["kmsKeyArn"] == key
+    dlq = run.one("aws:sqs/queue:Queue", "monthly-charge-schedule-dlq")
+    assert dlq.inputs["kmsMasterKeyId"] == key
 
 
 def test_the_dispatcher_role_is_least_privilege_on_exactly_its_resources(default_run: Run) -> None:
@@ -158,7 +196,11 @@ def test_the_dispatcher_role_is_least_privilege_on_exactly_its_resources(default
         {"sqs:SendMessage"},
         [queue("monthly-charge-charges-queue")],
     )
-    assert grants["ContinueRuns"][1] == [queue("monthly-charge-control")]
+    # The control queue's mapping polls it (no visibility change), the dispatcher sends to it.
+    assert grants["ContinueRuns"] == (
+        {"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"},
+        [queue("monthly-charge-control")],
+    )
     assert grants["ReportFailedStarts"] == (
         {"sqs:SendMessage"},
         [queue("monthly-charge-schedule-dlq")],
@@ -402,7 +444,7 @@ def test_existing_tables_are_used_and_the_grants_scoped_to_them(run_fanout: Fano
         ({"time_reserve_seconds": 900}, "time_reserve_seconds=900"),
         ({"recursive_loop": "Off"}, "recursive_loop='Off'"),
         ({"async_retry_attempts": 3}, "async_retry_attempts=3"),
-        ({"physical_name": "x" * 33}, "physical_name="),
+        ({"physical_name": "x" * 121}, "physical_name="),
         ({"log_retention_days": 2}, "log_retention_days=2"),
         ({"log_level": "LOUD"}, "log_level='LOUD'"),
         ({"dispatcher_memory_size_mb": 64}, "dispatcher_memory_size_mb=64"),

@@ -74,6 +74,9 @@ FANOUT_DATA = {
 }
 """Every stateful child of the monthly-charge fan-out, its consumer child's included."""
 STACK_DATA = {**ORDERS_DATA, **FANOUT_DATA}
+ALWAYS_DISPOSABLE = {"alarms-undelivered": "undelivered-alarms"}
+"""The stack alarm topic's queue of notifications SNS could not email (a stage with alarm
+addresses): copies the alarms' own history keeps, disposable whatever the stage says."""
 
 
 # --- Reading what the engine received ------------------------------------------------------------
@@ -180,7 +183,9 @@ def test_every_stateful_child_follows_its_stages_setting(stack: str, mode: str) 
     resources = recorded(snapshot.record(stack, mode))
     protect = stage_setting(stack)
     assert_follow(resources, STACK_DATA, protect)
-    assert_nothing_else_guarded(resources, STACK_DATA)
+    disposable = {name: role for name, role in ALWAYS_DISPOSABLE.items() if name in resources}
+    assert_follow(resources, disposable, False)
+    assert_nothing_else_guarded(resources, {**STACK_DATA, **disposable})
 
 
 def test_prod_protects_its_data_and_dev_and_the_emulator_do_not() -> None:
@@ -316,7 +321,8 @@ def test_tables_the_caller_passes_in_are_the_callers_to_protect(
 def test_role_tags_keep_the_state_tables_value_and_the_components_role_wins() -> None:
     assert ROLE_TAG_KEY == "idempotent-messaging:role"
     assert DATA_ROLES["idempotency-state"]  # the value the policy pack already recognises
-    assert set(STACK_DATA.values()) == set(DATA_ROLES)  # the reference stack uses every role
+    # the reference stack uses every role
+    assert set(STACK_DATA.values()) | set(ALWAYS_DISPOSABLE.values()) == set(DATA_ROLES)
     tags = data_tags({"team": "billing", ROLE_TAG_KEY: "mine"}, "source-queue", protect_data=True)
     assert tags == {"team": "billing", ROLE_TAG_KEY: "source-queue"}
     with pytest.raises(ValueError, match="not a data role"):
@@ -349,7 +355,8 @@ def test_without_protect_data_every_stateful_child_is_tagged_disposable() -> Non
         assert DISPOSABLE_TAG_KEY not in prod[name][2], name
     for stack, resources in (("dev", dev), ("prod", prod)):
         for name, (_, _, tags) in resources.items():
-            assert name in STACK_DATA or DISPOSABLE_TAG_KEY not in tags, (stack, name)
+            stateful = name in STACK_DATA or name in ALWAYS_DISPOSABLE
+            assert stateful or DISPOSABLE_TAG_KEY not in tags, (stack, name)
 
 
 # --- The document ------------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def test_every_dynamodb_action_the_runtime_uses_is_one_the_component_grants(
 ) -> None:
     from botocore.client import BaseClient
 
-    from idempotent_messaging.components import iam
+    from idempotent_messaging.runtime import grants
 
     used: set[tuple[str, str]] = set()
     original = BaseClient._make_api_call
@@ -225,8 +225,15 @@ def test_every_dynamodb_action_the_runtime_uses_is_one_the_component_grants(
         )
     assert orders.handler(sqs_event(*fresh), FakeContext()) == {"batchItemFailures": []}
 
-    granted = {(a, STATE_TABLE) for a in iam.DYNAMODB_STATE_ACTIONS} | {
-        (a, BUSINESS_TABLE) for a in iam.DYNAMODB_BUSINESS_ACTIONS
+    # What the reference stack grants the orders consumer (claim_placement business_item).
+    role = grants.consumer_grants(
+        placement=grants.PLACEMENT_BUSINESS_ITEM,
+        fifo=False,
+        notifies=True,
+        has_business_table=True,
+    )
+    granted = {(a, STATE_TABLE) for a in role.state_table} | {
+        (a, BUSINESS_TABLE) for a in role.business_table
     }
     # The rows carrying their claims (PartiQL INSERTs on a standard queue), the duplicates'
     # status read and the sent marking on the business table (the orders consumer keeps its

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from bench.usage import describe_dynamodb
@@ -31,9 +32,13 @@ from idempotent_messaging.runtime import (
     DomainKeyedCreate,
     WriteContext,
     env,
+    grants,
 )
+from tests.iam_calls import iam_calls
 from tests.integration.test_runtime_world import (
     ARTICLE_TABLE,
+    REGION,
+    STATE_TABLE,
     Aws,
     Crash,
     FakeContext,
@@ -338,3 +343,72 @@ def test_ops_explain_says_a_pending_claims_row_may_not_be_written_yet(world: Aws
     )
     assert "may not be written yet" in explained.advice
     assert "redrive completes the row" in explained.advice
+
+
+class TableCalls:
+    """The IAM actions each table is called with (tests/iam_calls.py maps each call to the
+    actions AWS authorises it by), with one-shot refusals, as AWS would answer them."""
+
+    def __init__(self, client: Any) -> None:
+        self.by_table: dict[str, set[str]] = {STATE_TABLE: set(), ARTICLE_TABLE: set()}
+        self.refusals: list[tuple[str, str]] = []
+        self.on = False  # only the runtime's calls, not the test's own reads and deletes
+        client.meta.events.register("before-parameter-build.dynamodb.*", self._before)
+
+    def refuse_once(self, operation: str, code: str) -> None:
+        self.refusals.append((operation, code))
+
+    def _before(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if not self.on:
+            return
+        for action, resource in iam_calls("dynamodb", model.name, params, REGION, "123456789012"):
+            self.by_table[resource.rsplit("/", 1)[-1]].add(action)
+        if (model.name, "ValidationException") in self.refusals:
+            self.refusals.remove((model.name, "ValidationException"))
+            raise ClientError({"Error": {"Code": "ValidationException"}}, model.name)
+
+
+def test_every_table_call_is_granted_by_the_domain_keyed_role_and_every_grant_is_called(
+    world: Aws,
+) -> None:
+    """runtime/grants.py's ``domain_keyed`` placement on a standard queue with a topic, against
+    every path that calls something else: fresh (claim and row INSERTs, the receipt), copies
+    (the claim and receipt reads), copies whose receipt is gone (the `sent` marking), another
+    event's order (the row read, the claim's release), SNS refusing for good (the owed
+    notification), a refused INSERT call (the transaction fallback: claim Put + row Put)."""
+    calls = TableCalls(world.dynamodb)
+
+    def process(*records: dict[str, Any]) -> dict[str, Any]:
+        calls.on = True
+        try:
+            return _process(world, *records)
+        finally:
+            calls.on = False
+
+    fresh = [record(order_body(f"e{i}")) for i in range(3)]
+    assert process(*fresh) == {"batchItemFailures": []}
+    assert process(*fresh) == {"batchItemFailures": []}
+    for receipt in world.receipts():
+        world.dynamodb.delete_item(TableName=STATE_TABLE, Key={env.EVENT_ID_KEY: {"S": receipt}})
+    assert process(*fresh) == {"batchItemFailures": []}
+    assert process(record(order_body("e9", order_id="order-e0"))) == {"batchItemFailures": []}
+    world.sns.meta.events.register(
+        "before-call.sns.PublishBatch",
+        lambda **_: (_ for _ in ()).throw(
+            ClientError({"Error": {"Code": "InvalidParameter"}}, "PublishBatch")
+        ),
+    )
+    calls.refuse_once("BatchExecuteStatement", "ValidationException")
+    process(record(order_body("e20")))
+
+    granted = grants.consumer_grants(
+        placement=grants.PLACEMENT_DOMAIN_KEYED,
+        fifo=False,
+        notifies=True,
+        has_business_table=True,
+    )
+    assert calls.by_table == {
+        STATE_TABLE: set(granted.state_table),
+        ARTICLE_TABLE: set(granted.business_table),
+    }
+    assert "e20" in {c["event_id"]["S"] for c in world.claims()}  # the fallback wrote it

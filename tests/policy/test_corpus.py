@@ -17,9 +17,11 @@ policy config of every run disables the opt-in rules (`conftest.OPT_IN_RULES`: t
 trigger), as a team turns a policy off, unless the program enables them with an
 `ENABLED_RULES = ["..."]` literal.
 
-Most programs run in-process through `policy.check.main` (the CLI's own entry point); a few run
-through the real `python -m idempotent_messaging.offline` subprocess, which must give the
-same report.
+Most programs run in-process through `check_report` (what the CLI's entry point runs before it
+renders); a few run through the real `python -m idempotent_messaging.offline` subprocess, which
+must give the same report. The recorded run of each is then remediated (every remediable rule
+at level `remediate`) and proved exact (`remediation_proof`): the corpus is the adversarial
+half of the remediation proof, tests/policy/programs the public-like half.
 `render_report` turns the results into the precision/recall section of docs/policy.md; the
 docs test fails when that section is stale (`UPDATE_POLICY_DOCS=1` rewrites it).
 """
@@ -41,9 +43,13 @@ from typing import Any
 
 import pytest
 
-from idempotent_messaging.offline import main
+from idempotent_messaging.offline import check_report
+from idempotent_messaging.offline.analyzer import load_config_file
+from idempotent_messaging.offline.remediation import Remediation, remediable
+from idempotent_messaging.offline.runner import ProgramRun
 from idempotent_messaging.rules.pack import RULES
 from tests.policy.conftest import OPT_IN_RULES, policy_config
+from tests.policy.remediation_proof import prove_remediation
 
 pytestmark = pytest.mark.policy
 
@@ -121,6 +127,8 @@ class Run:
     code: int
     report: dict[str, Any]
     seconds: float
+    program_run: ProgramRun | None = None
+    config: dict[str, Any] = field(default_factory=dict)
 
     def pairs(self, level: str | None = None) -> set[Pair]:
         return {
@@ -136,11 +144,14 @@ class Results:
 
 
 def run_in_process(directory: Path, mode: str) -> Run:
-    out = io.StringIO()
+    args = argv(directory, mode)  # writes the program's policy config
+    config = load_config_file(directory / "corpus-policy-config.json")
     start = time.perf_counter()
-    with contextlib.redirect_stdout(out):
-        code = main(argv(directory, mode))
-    return Run(code, json.loads(out.getvalue()), time.perf_counter() - start)
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = check_report(directory, "dev", preview=mode == "preview", config=config)
+    seconds = time.perf_counter() - start
+    assert args  # the same program and config the subprocess runs
+    return Run(report.exit_code, json.loads(report.render("json")), seconds, report.run, config)
 
 
 @pytest.fixture(scope="module")
@@ -290,3 +301,28 @@ def test_each_finding_names_its_resource_and_source_line(program: str, results: 
         assert v["urn"].endswith("::" + v["name"])
         assert f"'{v['name']}'" in v["message"], v["message"]
         assert v["file"] and v["file"].endswith(".py") and v["line"] > 0
+
+
+@pytest.fixture(scope="module")
+def remediated(results: Results) -> dict[tuple[str, str], list[Remediation]]:
+    """What the pack's remediations change on each program, in each mode (proved exact)."""
+    out = {}
+    for key, run in results.runs.items():
+        assert run.program_run is not None
+        out[key] = prove_remediation(run.program_run, run.config, run.pairs())
+    return out
+
+
+def test_remediated_programs_lose_the_findings_fixed_and_change_nothing_else(
+    remediated: dict[tuple[str, str], list[Remediation]], results: Results
+):
+    # prove_remediation asserted it per program and mode; here, that it proved something:
+    # every remediable rule fixed some program, in both modes, and each fix removed a finding.
+    for mode in MODES:
+        fixes = [f for (_, m), found in remediated.items() if m == mode for f in found]
+        assert {f.policy for f in fixes} == set(remediable()), mode
+    for (program, mode), fixes in remediated.items():
+        for f in fixes:
+            if f.policy == "sqs-queue-tls-only":
+                continue  # fixed on the aws.sqs.QueuePolicy, reported on its queue
+            assert (f.policy, f.name) in results.runs[(program, mode)].pairs(), (program, f)

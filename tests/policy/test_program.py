@@ -322,19 +322,27 @@ def test_the_programs_own_virtualenv_and_package_paths_are_searched(tmp_path):
         run_program(without, "dev")
 
 
-def test_stack_reference_outputs_are_absent_at_up_unless_the_program_needs_them():
-    # Absent (None) at `up`, so callbacks over them run and what they build is checked ...
-    plain = run_program(PROGRAMS / "stack_reference_consumer", "test", preview=True)
-    assert plain.stack_outputs_unknown
+@pytest.mark.parametrize("preview", [False, True])
+def test_stack_reference_outputs_are_unknown_in_both_modes_unless_an_answers_file_pins_them(
+    preview: bool,
+):
+    # Another stack's values are not this stack's: unknown at `up` as in a preview (never None,
+    # which the rules would read as absent and judge SQS's or Lambda's default instead), so a
+    # callback that indexes one (`settings["worker"]["timeout"]`) does not run either.
+    run = corpus("stack_reference_consumer", preview=preview)
+    assert run.stack_outputs_unknown
+    assert one(run, "aws:lambda/function:Function").inputs["timeout"] is UNKNOWN
+    # An answers file beside the program pins the outputs it names, in both modes; what it
+    # does not name stays unknown.
     held = Path(__file__).parent / "fixtures" / "heldout_like" / "cross_stack_refs"
-    run = run_program(held, "dev")
-    assert not run.stack_outputs_unknown
-    signups = one(run, "aws:sqs/queue:Queue", "signups")
-    assert json.loads(signups.inputs["redrivePolicy"])["maxReceiveCount"] == 1
-    # ... and a program whose callbacks cannot take None runs again with them unknown.
-    rerun = corpus("stack_reference_consumer")
-    assert rerun.stack_outputs_unknown
-    assert one(rerun, "aws:lambda/function:Function").inputs["timeout"] is UNKNOWN
+    pinned = run_program(held, "dev", preview=preview)
+    assert not pinned.stack_outputs_unknown
+    signups = one(pinned, "aws:sqs/queue:Queue", "signups")
+    redrive = json.loads(signups.inputs["redrivePolicy"])
+    assert redrive == {
+        "deadLetterTargetArn": "arn:aws:sqs:eu-west-1:123456789012:platform-shared-dlq",
+        "maxReceiveCount": 1,
+    }
 
 
 @pytest.mark.parametrize("preview", [False, True])

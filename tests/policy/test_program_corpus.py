@@ -7,16 +7,24 @@ provider secrets, stack references, a remote component, data sources. Each exerc
 broke the offline engine on real programs (resource objects as inputs, computed outputs,
 secrets of unknowns, data sources, remote components). Exit 1 is only valid WITH a report
 that lists a mandatory violation; exit 2 (no verdict) fails the test.
+
+Each recorded run is then remediated (every remediable rule at level `remediate`) and proved
+exact (`remediation_proof`): these programs are the public-like half of the remediation proof.
+The check runs through `check_report`, what the CLI's entry point runs before it renders
+(the CLI itself is driven by tests/policy/test_check_cli.py and the corpus' subprocess runs).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.offline import main
+from idempotent_messaging.offline import check_report
+from tests.policy.remediation_proof import prove_remediation
 
 pytestmark = pytest.mark.policy
 
@@ -30,14 +38,15 @@ def test_the_corpus_is_large_enough():
 
 @pytest.mark.parametrize("mode", ["up", "preview"])
 @pytest.mark.parametrize("name", CORPUS)
-def test_every_program_produces_a_report(name: str, mode: str, capsys) -> None:
-    argv = ["--project", str(PROGRAMS / name), "--stack", "test", "--format", "json"]
-    code = main(argv + (["--preview"] if mode == "preview" else []))
-    captured = capsys.readouterr()
-    assert code in (0, 1), f"{name} ({mode}) gave no verdict:\n{captured.err[-3000:]}"
-    report = json.loads(captured.out)
-    assert "error" not in report
+def test_every_program_produces_a_report_and_an_exact_remediation(name: str, mode: str) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        checked = check_report(PROGRAMS / name, "test", preview=mode == "preview")
+    code = checked.exit_code
+    report = json.loads(checked.render("json"))
+    assert code in (0, 1)
     assert report["mode"] == mode and report["resources"] > 0
     mandatory = [v for v in report["violations"] if v["enforcement"] in ("mandatory", "remediate")]
     # Exit 1 means "mandatory violations found" and must come with them; exit 0 without.
     assert (code == 1) == bool(mandatory), (code, mandatory)
+    pairs = {(v["policy"], v["name"]) for v in report["violations"]}
+    prove_remediation(checked.run, {}, pairs)

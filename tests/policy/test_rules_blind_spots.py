@@ -143,7 +143,7 @@ def test_s3_invokes_notification_functions_asynchronously():
     literal = node(
         BUCKET_NOTIFICATION, "n1", lambdaFunctions=[{"lambdaFunctionArn": fn.get("arn")}]
     )
-    assert async_failures._async_callers(Graph([fn, literal])) == {
+    assert async_failures.async_callers(Graph([fn, literal])) == {
         fn.urn: ["S3 bucket notification 'n1'"]
     }
     preview = node(BUCKET_NOTIFICATION, "n2", lambdaFunctions=UNKNOWN)

@@ -351,6 +351,6 @@ def test_an_async_target_is_a_function_by_its_arn_service_or_its_dependency():
     by_dep = Node("urn:et:3", async_failures.EVENT_TARGET, "t3", {"arn": UNKNOWN})
     by_dep.prop_deps = {"arn": [fn.urn]}
     graph = Graph([fn, Node("urn:s:x", TOPIC, "x", {"arn": arn("sns", "x")}), by_arn])
-    assert async_failures._async_callers(graph) == {fn.urn: ["EventBridge target 't1'"]}
+    assert async_failures.async_callers(graph) == {fn.urn: ["EventBridge target 't1'"]}
     graph = Graph([fn, topic_target, by_dep])
-    assert async_failures._async_callers(graph) == {fn.urn: ["EventBridge target 't3'"]}
+    assert async_failures.async_callers(graph) == {fn.urn: ["EventBridge target 't3'"]}

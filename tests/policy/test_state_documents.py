@@ -270,7 +270,7 @@ def test_a_document_is_not_modified_by_loading(tmp_path):
     assert json.loads((tmp_path / "preview.json").read_text()) == before
 
 
-def test_a_finding_without_a_source_position_is_located_at_the_projects_pulumi_yaml(
+def test_a_finding_without_a_source_position_is_placed_at_the_first_line_of_pulumi_yaml(
     tmp_path, capsys
 ):
     doc = json.loads((PLANS / "dlq-delete.json").read_text())
@@ -288,7 +288,9 @@ def test_a_finding_without_a_source_position_is_located_at_the_projects_pulumi_y
     assert sarif_run["automationDetails"]["id"] == "policy/prod/plan/"
     [plan] = [r for r in sarif_run["results"] if r["ruleId"] == PLAN_POLICY]
     location = plan["locations"][0]["physicalLocation"]
-    assert location["artifactLocation"]["uri"] == "Pulumi.yaml" and "region" not in location
+    # Every finding has a place GitHub annotates: a file AND a line (`region.startLine`).
+    assert location["artifactLocation"]["uri"] == "Pulumi.yaml"
+    assert location["region"] == {"startLine": 1}
 
 
 def test_the_resource_options_of_a_state_reach_the_pack(tmp_path):

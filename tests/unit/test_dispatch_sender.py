@@ -56,9 +56,13 @@ def test_a_message_above_one_mib_is_refused_by_name() -> None:
 class FakeSqs:
     """Answers SendMessageBatch, failing chosen entries on chosen attempts."""
 
-    def __init__(self, fail: dict[int, list[str]], sender_fault: bool = False) -> None:
+    def __init__(
+        self, fail: dict[int, list[str]], sender_fault: bool = False, code: str | None = None
+    ) -> None:
         self.fail = fail  # call number -> body suffixes to fail
         self.sender_fault = sender_fault
+        # A sender fault SQS documents as a malformed entry, unless a test names the code.
+        self.code = code or ("InvalidParameterValue" if sender_fault else "InternalError")
         self.requests: list[list[dict[str, Any]]] = []
 
     def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
@@ -68,8 +72,7 @@ class FakeSqs:
         return {
             "Successful": [{"Id": e["Id"]} for e in Entries if e not in failed],
             "Failed": [
-                {"Id": e["Id"], "SenderFault": self.sender_fault, "Code": "InternalError"}
-                for e in failed
+                {"Id": e["Id"], "SenderFault": self.sender_fault, "Code": self.code} for e in failed
             ],
         }
 
@@ -100,11 +103,24 @@ def test_retries_are_bounded_and_the_failure_names_the_code_and_key() -> None:
     assert len(sqs.requests) == 3
 
 
-def test_sender_faults_are_not_retried() -> None:
+def test_invalid_entries_are_not_retried() -> None:
     sqs = FakeSqs({1: ["d1"]}, sender_fault=True)
-    with ThreadPoolExecutor(1) as pool, pytest.raises(SendFailed, match="sender faults"):
+    with ThreadPoolExecutor(1) as pool, pytest.raises(SendFailed, match="as invalid"):
         WorkQueueSender(sqs, "url", pool, 4, lambda _: None).send([message(i) for i in range(3)])
     assert len(sqs.requests) == 1
+
+
+@pytest.mark.parametrize("code", ["KmsThrottled", "KMS.ThrottlingException", "RequestThrottled"])
+def test_a_throttled_entry_is_retried_although_it_is_a_sender_fault(code: str) -> None:
+    """SQS API reference, SendMessageBatch Errors: KmsThrottled ("KMS throttles requests");
+    RequestThrottled is in botocore's own throttling codes. SQS marks such an entry
+    SenderFault, and its CODE says transient: the same code on the whole call is retried."""
+    sqs = FakeSqs({1: ["d1"]}, sender_fault=True, code=code)
+    with ThreadPoolExecutor(1) as pool:
+        stats = WorkQueueSender(sqs, "url", pool, 4, lambda _: None).send(
+            [message(i) for i in range(3)]
+        )
+    assert stats.calls == 2 and stats.retried_entries == 1
 
 
 def test_batches_are_sent_in_parallel_and_all_settle_before_an_error_is_raised() -> None:

@@ -204,6 +204,10 @@ _BENCH_QUICK = (
     "test_quick_run_prints_every_target_with_its_measured_value"
 )
 _CHECK_CLI = "tests/policy/test_check_cli.py"
+_SOAK = (
+    "tests/e2e/test_docs_literals.py::"
+    "test_a_bounded_soak_keeps_every_invariant_under_concurrency_and_faults"
+)
 
 ELSEWHERE: Mapping[str, Elsewhere] = {
     # The quick start and the suite
@@ -244,6 +248,14 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
     "make fuzz FUZZ_SECONDS=60": Elsewhere(
         "a minute of fuzzing",
         ("tests/fuzz/test_fuzz_bounded.py::test_a_bounded_coverage_guided_run_finds_nothing",),
+    ),
+    "make kms-paths": Elsewhere(
+        "every key x queue x topic x placement x table combination (minutes); make test samples",
+        (
+            "tests/infra/test_kms_paths.py::test_every_combination_was_built",
+            "tests/infra/test_kms_paths.py::test_a_consumer_role_may_use_the_key_exactly_when_its_resources_are_encrypted",
+        ),
+        probe=("make -n -B kms-paths", "KMS_PATHS=full"),
     ),
     "make policy": Elsewhere(
         "installs first, then the offline check of every stage in both modes (~10 s)",
@@ -468,6 +480,17 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         "python -m idempotent_messaging.ops run-month --month 2026-06 --stack dev "
         "--target emulator --seed 12"
     ): (Elsewhere("starts an emulator and deploys the stack (~15 s)", (_DEMO,))),
+    # The soak (docs/soak.md)
+    "make soak": Elsewhere(
+        "thousands of messages under faults (minutes)",
+        (_SOAK,),
+        probe=("make -n -B soak", "idempotent_messaging.local.soak"),
+    ),
+    "make soak SEED=20260601 EVENTS=2000": Elsewhere(
+        "replays a full-size soak (minutes)",
+        (_SOAK,),
+        probe=("make -n -B soak SEED=7 EVENTS=9", "--seed 7 --events 9"),
+    ),
 }
 
 

@@ -177,5 +177,8 @@ def test_sqs_batch_refusals_are_permanent_in_both_code_forms() -> None:
     from idempotent_messaging.runtime import errors
 
     for code in ("BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong"):
-        assert code in errors.PERMANENT_ERROR_CODES
-    assert "AWS.SimpleQueueService.TooManyEntriesInBatchRequest" in errors.PERMANENT_ERROR_CODES
+        assert errors.code_kind("sqs", code) is errors.CodeKind.INVALID
+    assert (
+        errors.code_kind("sqs", "AWS.SimpleQueueService.TooManyEntriesInBatchRequest")
+        is errors.CodeKind.INVALID
+    )

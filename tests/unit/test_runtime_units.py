@@ -126,7 +126,8 @@ def test_exceptions_map_to_one_failure_class(error: BaseException, expected: Fai
         ("ThrottlingError", False, FailureClass.TRANSIENT),
         ("ProvisionedThroughputExceeded", False, FailureClass.TRANSIENT),
         ("ValidationError", False, FailureClass.PERMANENT),
-        ("ItemCollectionSizeLimitExceeded", False, FailureClass.PERMANENT),
+        # DynamoDB developer guide, "Error handling with DynamoDB": "OK to retry? Yes".
+        ("ItemCollectionSizeLimitExceeded", False, FailureClass.TRANSIENT),
     ],
 )
 def test_cancellation_reasons_map_to_failure_classes(
@@ -141,6 +142,16 @@ def test_event_id_from_dotted_body_path() -> None:
     with pytest.raises(PoisonMessage) as info:
         EventIdFromBody("meta.id").extract({}, {"meta": {}})
     assert info.value.kind is PoisonKind.MISSING_EVENT_ID
+
+
+def test_an_event_id_path_that_meets_a_json_string_says_so() -> None:
+    """A path cannot reach inside a JSON string (SNS's ``Message`` without raw delivery is
+    one): the reason names the string field and the declaration that unwraps it."""
+    with pytest.raises(PoisonMessage) as info:
+        EventIdFromBody("payload.id").extract({}, {"payload": '{"id": "x-1"}'})
+    assert info.value.kind is PoisonKind.MISSING_EVENT_ID
+    assert "'payload' is a string" in info.value.reason
+    assert "SnsEnvelope()" in info.value.reason
 
 
 @pytest.mark.parametrize("value", [7, None, "", "   ", "bad\ud800", "a\nb", ["x"]])

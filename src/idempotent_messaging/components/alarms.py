@@ -6,13 +6,16 @@ starts and when it is over. Missing data is "not breaching": an idle queue is he
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from . import iam
+from idempotent_messaging import limits, names
+
+from . import iam, protection
 from .validation import check_emails
 
 DEFAULT_PERIOD_S = 60
@@ -20,7 +23,9 @@ LAMBDA_NAMESPACE = "AWS/Lambda"
 SQS_NAMESPACE = "AWS/SQS"
 
 # Key administration without a wildcard action: the account root may manage and delete the key
-# (so it can never become unmanageable) but the key grants no data access by itself.
+# (so it can never become unmanageable) but the key grants no data access by itself. Only
+# actions a key policy can grant: kms:ListAliases is an IAM-policy-only action (no resource
+# type, AWS KMS developer guide, "Permissions reference"), so it is not here.
 KMS_ADMIN_ACTIONS = (
     "kms:CancelKeyDeletion",
     "kms:CreateAlias",
@@ -33,7 +38,6 @@ KMS_ADMIN_ACTIONS = (
     "kms:EnableKeyRotation",
     "kms:GetKeyPolicy",
     "kms:GetKeyRotationStatus",
-    "kms:ListAliases",
     "kms:ListGrants",
     "kms:ListKeyPolicies",
     "kms:ListResourceTags",
@@ -49,11 +53,14 @@ KMS_ADMIN_ACTIONS = (
 
 @dataclass(frozen=True)
 class AlarmTopic:
-    """A created alarm topic, its KMS key and its email subscriptions."""
+    """A created alarm topic, its KMS key, its email subscriptions and (with any) the queue
+    that keeps what SNS could not deliver to them, with its alarm."""
 
     topic: aws.sns.Topic
     key: aws.kms.Key
     subscriptions: list[aws.sns.TopicSubscription]
+    undelivered: aws.sqs.Queue | None = None
+    undelivered_alarm: aws.cloudwatch.MetricAlarm | None = None
 
 
 def alarm_topic_key_policy(
@@ -63,10 +70,17 @@ def alarm_topic_key_policy(
 
     CloudWatch cannot publish to a topic encrypted with the AWS-managed aws/sns key, so an
     encrypted alarm topic needs a customer-managed key whose policy names
-    cloudwatch.amazonaws.com. In a KEY policy "Resource": "*" means "this key".
+    cloudwatch.amazonaws.com (SNS developer guide, "Enable compatibility between event sources
+    from AWS services and encrypted topics"). In a KEY policy "Resource": "*" means "this key".
+    CloudWatch may use it only for this account's alarms (``aws:SourceAccount``, and
+    ``aws:SourceArn`` an alarm of the account: the IAM User Guide's cross-service confused
+    deputy prevention); any region, so one helper serves a stack-wide topic too.
     """
     root = pulumi.Output.all(account_id, partition).apply(
         lambda values: f"arn:{values[1]}:iam::{values[0]}:root"
+    )
+    alarms_of_account = pulumi.Output.all(account_id, partition).apply(
+        lambda values: f"arn:{values[1]}:cloudwatch:*:{values[0]}:alarm:*"
     )
     return pulumi.Output.json_dumps(
         iam.document(
@@ -84,6 +98,10 @@ def alarm_topic_key_policy(
                     "Principal": {"Service": "cloudwatch.amazonaws.com"},
                     "Action": list(iam.KMS_USE_ACTIONS),
                     "Resource": "*",
+                    "Condition": {
+                        "StringEquals": {"aws:SourceAccount": account_id},
+                        "ArnLike": {"aws:SourceArn": alarms_of_account},
+                    },
                 },
             ]
         )
@@ -105,6 +123,8 @@ def create_alarm_topic(
     ``parent=None`` puts it at the stack's top level (a topic shared by several components).
     """
     opts = pulumi.ResourceOptions(parent=parent)
+    full_name = topic_name
+    topic_name = names.fit(full_name, names.SNS_TOPIC)
     key = aws.kms.Key(
         f"{resource_name}-key",
         description=f"Encrypts alarm topic {topic_name} (CloudWatch may use it)",
@@ -118,8 +138,20 @@ def create_alarm_topic(
         resource_name,
         name=topic_name,
         kms_master_key_id=key.arn,
-        tags=dict(tags or {}),
+        tags=names.tagged(tags, full_name, topic_name),
         opts=opts,
+    )
+    if not emails:
+        return AlarmTopic(topic=topic, key=key, subscriptions=[])
+    # SNS discards a notification it cannot deliver to an address (a bouncing mailbox, an
+    # unconfirmed or deleted subscription) once the email protocol's delivery policy is spent,
+    # unless the subscription has a dead-letter queue (SNS Developer Guide, "Amazon SNS
+    # dead-letter queues"). So every address redrives into one queue of undelivered alarms,
+    # kept 14 days, which only this topic may send to; its own alarm notifies the same topic
+    # (and so the same addresses): when those cannot receive either, the alarm's state in the
+    # console and the queue's messages are what remains, and both say what was missed.
+    undelivered = _undelivered_queue(
+        f"{resource_name}-undelivered", f"{full_name}-undelivered", topic, tags, parent
     )
     subscriptions = [
         aws.sns.TopicSubscription(
@@ -127,11 +159,77 @@ def create_alarm_topic(
             topic=topic.arn,
             protocol="email",
             endpoint=email,
+            redrive_policy=undelivered.arn.apply(
+                lambda arn: json.dumps({"deadLetterTargetArn": arn})
+            ),
             opts=opts,
         )
         for index, email in enumerate(emails)
     ]
-    return AlarmTopic(topic=topic, key=key, subscriptions=subscriptions)
+    undelivered_alarm = dlq_visible_alarm(
+        f"{resource_name}-undelivered-visible",
+        alarm_name=f"{full_name}-undelivered-visible",
+        dlq_name=undelivered.name,
+        actions=[topic.arn],
+        tags=tags,
+        parent=parent,
+    )
+    return AlarmTopic(
+        topic=topic,
+        key=key,
+        subscriptions=subscriptions,
+        undelivered=undelivered,
+        undelivered_alarm=undelivered_alarm,
+    )
+
+
+def _undelivered_queue(
+    resource_name: str,
+    full_name: str,
+    topic: aws.sns.Topic,
+    tags: Mapping[str, str] | None,
+    parent: pulumi.Resource | None,
+) -> aws.sqs.Queue:
+    """The alarm topic's subscription DLQ: SSE-SQS (SNS may send to it, unlike one encrypted
+    with the AWS-managed aws/sqs key), 14 days, TLS only, sends only from ``topic``."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    queue_name = names.fit(full_name, names.SQS_QUEUE)
+    queue = aws.sqs.Queue(
+        resource_name,
+        name=queue_name,
+        sqs_managed_sse_enabled=True,
+        message_retention_seconds=limits.SQS_MAX_RETENTION_S,
+        # Copies of notifications whose alarms keep their own state and history: declared
+        # disposable (protection.py), never a reason to block a replacement of the stack.
+        tags=names.tagged(
+            protection.data_tags(tags, protection.ROLE_UNDELIVERED_ALARMS, protect_data=False),
+            full_name,
+            queue_name,
+        ),
+        opts=opts,
+    )
+    tls_only = iam.deny_insecure_transport("sqs", queue.arn)
+    aws.sqs.QueuePolicy(
+        f"{resource_name}-policy",
+        queue_url=queue.url,
+        policy=pulumi.Output.json_dumps(
+            iam.document(
+                [
+                    *tls_only["Statement"],
+                    {
+                        "Sid": "AlarmTopicDeadLetters",
+                        "Effect": "Allow",
+                        "Principal": {"Service": "sns.amazonaws.com"},
+                        "Action": "sqs:SendMessage",
+                        "Resource": queue.arn,
+                        "Condition": {"ArnEquals": {"aws:SourceArn": topic.arn}},
+                    },
+                ]
+            )
+        ),
+        opts=opts,
+    )
+    return queue
 
 
 def create_stack_alarm_topic(
@@ -176,14 +274,15 @@ def metric_alarm(
     period: int = DEFAULT_PERIOD_S,
     evaluation_periods: int = 1,
     tags: Mapping[str, str] | None = None,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None,
 ) -> aws.cloudwatch.MetricAlarm:
     """One alarm with the same actions on ALARM and OK."""
     if not actions:
         raise ValueError(f"alarm {alarm_name!r}: an alarm without actions notifies nobody")
+    physical_name = names.fit(alarm_name, names.CLOUDWATCH_ALARM)
     return aws.cloudwatch.MetricAlarm(
         resource_name,
-        name=alarm_name,
+        name=physical_name,
         alarm_description=description,
         namespace=namespace,
         metric_name=metric_name,
@@ -196,7 +295,7 @@ def metric_alarm(
         treat_missing_data="notBreaching",
         alarm_actions=list(actions),
         ok_actions=list(actions),
-        tags=dict(tags or {}),
+        tags=names.tagged(tags, alarm_name, physical_name),
         opts=pulumi.ResourceOptions(parent=parent),
     )
 
@@ -208,7 +307,7 @@ def dlq_visible_alarm(
     dlq_name: pulumi.Input[str],
     actions: Sequence[pulumi.Input[str]],
     tags: Mapping[str, str] | None = None,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None,
 ) -> aws.cloudwatch.MetricAlarm:
     """DLQ ApproximateNumberOfMessagesVisible >= 1: one dead-lettered message is news."""
     return metric_alarm(

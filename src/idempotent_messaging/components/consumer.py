@@ -12,13 +12,14 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging import limits
-from idempotent_messaging.runtime import env
+from idempotent_messaging import limits, names
+from idempotent_messaging.runtime import env, grants
+from idempotent_messaging.runtime.settings import is_fifo
 
 from . import alarms, dashboards, iam
 from .bundle import archive_assets, directory_files, user_code_archive
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
-from .consumer_validation import validate_consumer_args
+from .consumer_validation import notification_ordering, validate_consumer_args
 from .errors import ArgumentError, fail
 from .function import FunctionSpec, create_function
 from .opening import open_component
@@ -167,6 +168,8 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
             parent=self,
         )
         queue, dlq = pair.queue, pair.dlq
+        # The trusts and key policies name the deploying account: the queue's ARN carries it.
+        account_id = queue.arn.apply(account_of)
 
         # --- Tables ----------------------------------------------------------------------------
         state_table = create_state_table(
@@ -206,22 +209,32 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         # --- Topics ----------------------------------------------------------------------------
         topic_arn: pulumi.Input[str] | None = args.notification_topic_arn
         if args.create_notification_topic:
+            topic_full = f"{physical}-notifications"
+            topic_name = names.fit(topic_full, names.SNS_TOPIC)
             topic = aws.sns.Topic(
                 f"{name}-notifications",
-                name=f"{physical}-notifications",
+                name=topic_name,
                 # The AWS-managed key works for publishers in this account (the function).
                 kms_master_key_id=kms if kms is not None else "alias/aws/sns",
-                tags=tags,
+                tags=names.tagged(tags, topic_full, topic_name),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             topic_arn = topic.arn
+        if topic_arn is not None:
+            # Say what order the notifications keep (a FIFO topic from a standard queue: none).
+            pulumi.Output.from_input(topic_arn).apply(
+                lambda arn: pulumi.log.info(
+                    notification_ordering(queue_fifo=args.fifo, topic_fifo=is_fifo(arn or "")),
+                    resource=self,
+                )
+            )
 
         if args.alarm_topic_arn is None:
             alarm_topic = alarms.create_alarm_topic(
                 f"{name}-alarms",
                 topic_name=f"{physical}-alarms",
                 # The key policy names this account's root in this partition (aws-cn, ...).
-                account_id=queue.arn.apply(account_of),
+                account_id=account_id,
                 partition=queue.arn.apply(lambda arn: region_and_partition_of(arn)[1]),
                 emails=args.alarm_emails,
                 tags=tags,
@@ -233,20 +246,31 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
         alarm_actions = [alarm_topic_arn]
 
         # --- Function --------------------------------------------------------------------------
+        # Exactly what the declared consumer calls (runtime/grants.py), per resource.
+        granted = grants.consumer_grants(
+            placement=args.claim_placement,
+            fifo=args.fifo,
+            notifies=topic_arn is not None,
+            has_business_table=business_arn is not None,
+            business_writes=args.business_writes,
+        )
         statements = [
-            iam.consume_queue_statement(queue.arn),
-            iam.send_queue_statement("QuarantineToDeadLetterQueue", dlq.arn),
-            iam.table_statement("ClaimEvents", state_table.arn, iam.DYNAMODB_STATE_ACTIONS),
+            iam.consume_queue_statement(queue.arn, granted.source_queue),
+            iam.allow("QuarantineToDeadLetterQueue", granted.dead_letter_queue, [dlq.arn]),
         ]
-        if business_arn is not None:
+        if granted.state_table:
             statements.append(
-                iam.table_statement(
-                    "WriteBusinessRows", business_arn, iam.DYNAMODB_BUSINESS_ACTIONS
-                )
+                iam.table_statement("ClaimEvents", state_table.arn, granted.state_table)
             )
-        if topic_arn is not None:
-            statements.append(iam.publish_statement("PublishNotifications", topic_arn))
+        if business_arn is not None and granted.business_table:
+            statements.append(
+                iam.table_statement("WriteBusinessRows", business_arn, granted.business_table)
+            )
+        if topic_arn is not None and granted.topic:
+            statements.append(iam.allow("PublishNotifications", granted.topic, [topic_arn]))
         if kms is not None:
+            # The mapping decrypts what it receives; the DLQ send, the notification publish
+            # and the encrypted tables use the key too (iam.KMS_USE_ACTIONS).
             statements.append(iam.kms_statement(kms))
 
         environment: dict[str, pulumi.Input[str]] = {
@@ -298,6 +322,7 @@ class IdempotentQueueConsumer(pulumi.ComponentResource):
                 log_retention_days=args.log_retention_days,
                 description=f"Idempotent consumer of {physical}",
                 tags=tags,
+                account_id=account_id,
             ),
             statements=statements,
             alarm_actions=alarm_actions,

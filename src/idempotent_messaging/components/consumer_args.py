@@ -149,6 +149,24 @@ class IdempotentQueueConsumerArgs(FunctionArgs):
     ``FINGERPRINT_FIELDS``: a re-send of a claimed event id whose fingerprint differs is a
     ``conflicting_duplicate`` (docs/runtime.md)."""
 
+    claim_placement: str | None = None
+    """Where your handler's ``Consumer`` keeps its claims, which decides what the role may call
+    on each table (runtime/grants.py): ``state_table`` (no ``effect=`` declared: the claim is
+    its own state-table item, written in one transaction with your ``writes``),
+    ``business_item`` (``effect=SingleItemEffect(...)``: the claim lives in the one business
+    row) or ``domain_keyed`` (``effect=DomainKeyedCreate(...)``: a state-table claim, then one
+    business row keyed by your own id). Default None = not declared: the role gets what every
+    placement calls (the grants of every consumer before this declaration). Declare it: a role
+    that can do more than its code does fails a security review (docs/components.md, "What
+    each grant is for")."""
+    business_writes: Sequence[str] | None = None
+    """The TransactWriteItems item kinds your ``writes`` returns on the business table, of
+    ``Put``, ``Update``, ``ConditionCheck``, ``Delete`` (e.g. ``["Update"]`` for a counter):
+    the role gets exactly their actions (``dynamodb:PutItem``, ``UpdateItem``,
+    ``ConditionCheckItem``, ``DeleteItem``). Default None = all four (the documented
+    fallback). Only with ``claim_placement`` ``state_table``: a ``business_item`` or
+    ``domain_keyed`` consumer's one row is the placement's own."""
+
     # --- Business table and notifications ----------------------------------------------------
     business_table: BusinessTableArgs | None = None
     """Default None. Declares a business table the component creates and grants."""

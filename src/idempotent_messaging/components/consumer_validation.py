@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from idempotent_messaging import limits
-from idempotent_messaging.runtime import env
+from idempotent_messaging import limits, names
+from idempotent_messaging.runtime import env, grants
 
 from .consumer_args import IdempotentQueueConsumerArgs
 from .errors import fail
@@ -26,6 +26,10 @@ _ATTR_RE = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _KMS_KEY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+# SNS CreateTopic: a name is 1..256 of [A-Za-z0-9_-], a FIFO topic's ending in ".fifo".
+_SNS_TOPIC_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:(?=[^:]{1,256}$)[A-Za-z0-9_-]+(\.fifo)?$"
+)
 
 # Variables the component sets itself; user `environment` may not override them.
 RESERVED_ENV_KEYS = frozenset(
@@ -62,6 +66,16 @@ def validate_consumer_args(name: str, physical_name: str, args: IdempotentQueueC
     visibility = _validate_queues(args)
     _validate_state(args)
     _validate_business_and_topics(args)
+    _validate_grants(args)
+    if args.business_table is not None:
+        full = f"{physical_name}-{args.business_table.name}"
+        if len(full) > names.TAG_VALUE:
+            raise fail(
+                "business_table.name",
+                args.business_table.name,
+                f"makes the table's full name {physical_name!r}-<name> {len(full)} characters; "
+                f"it is kept in a tag, which holds at most {names.TAG_VALUE}",
+            )
     _validate_alarms(args)
     return visibility
 
@@ -319,6 +333,86 @@ def _validate_business_and_topics(args: IdempotentQueueConsumerArgs) -> None:
             "notification_topic_arn",
             args.notification_topic_arn,
             "give either create_notification_topic=True or notification_topic_arn, not both",
+        )
+    topic = args.notification_topic_arn
+    if isinstance(topic, str) and not _SNS_TOPIC_ARN_RE.match(topic):
+        raise fail(
+            "notification_topic_arn",
+            topic,
+            "must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>, a FIFO topic's "
+            "name ending in .fifo)",
+        )
+
+
+def notification_ordering(*, queue_fifo: bool, topic_fifo: bool) -> str:
+    """What order the notifications keep, for a source queue and a topic of these types
+    (the runtime's group id: runtime/notify.py ``notification_group_id``)."""
+    if queue_fifo and topic_fifo:
+        return (
+            "FIFO queue -> FIFO topic: the notifications of each message group of the queue "
+            "keep its order (the topic's MessageGroupId is the record's MessageGroupId); a "
+            "re-publication within SNS's 5-minute deduplication interval is dropped "
+            "(MessageDeduplicationId = SHA-256 of the event id)"
+        )
+    if topic_fifo:
+        return (
+            "standard queue -> FIFO topic: a standard queue has no order to keep, so each "
+            "event is its own message group (its event id, or sha256:<hex> of it when SNS "
+            "would refuse the id): no order across events; a re-publication within SNS's "
+            "5-minute deduplication interval is dropped (MessageDeduplicationId = SHA-256 of "
+            "the event id)"
+        )
+    if queue_fifo:
+        return (
+            "FIFO queue -> standard topic: the runtime publishes each message group's "
+            "notifications in its order, one per call, but a standard topic does not keep "
+            "order: subscribers may see a group's notifications in another order; use a FIFO "
+            "topic to keep it"
+        )
+    return "standard queue -> standard topic: no order is kept (neither keeps one)"
+
+
+def _validate_grants(args: IdempotentQueueConsumerArgs) -> None:
+    """The declaration the role is derived from (runtime/grants.py)."""
+    has_business = args.business_table is not None or args.existing_business_table_arn is not None
+    placement = args.claim_placement
+    calls = None
+    if placement is not None:
+        check_choice("claim_placement", placement, tuple(sorted(grants.PLACEMENTS)))
+        calls = grants.placement_calls(placement)
+        if calls.needs_business_table and not has_business:
+            raise fail(
+                "claim_placement",
+                placement,
+                "keeps the claim with the business row: give business_table or "
+                "existing_business_table_name/arn",
+            )
+    writes = args.business_writes
+    if writes is None:
+        return
+    if isinstance(writes, str) or not all(isinstance(w, str) for w in writes) or not writes:
+        raise fail(
+            "business_writes",
+            writes,
+            f"must be a non-empty list of item kinds of {list(grants.BUSINESS_WRITE_KINDS)}",
+        )
+    unknown = sorted(set(writes) - set(grants.BUSINESS_WRITE_KINDS))
+    if unknown:
+        raise fail(
+            "business_writes",
+            list(writes),
+            f"{unknown} are no TransactWriteItems item kinds {list(grants.BUSINESS_WRITE_KINDS)}",
+        )
+    if not has_business:
+        raise fail("business_writes", list(writes), "needs a business table to write to")
+    if calls is None or not calls.business_writes_declared:
+        declaring = sorted(n for n, c in grants.PLACEMENTS.items() if c.business_writes_declared)
+        raise fail(
+            "business_writes",
+            list(writes),
+            f"declares your writes' item kinds for claim_placement {declaring} only (another "
+            "placement writes the business row itself; undeclared, the role must allow every "
+            "placement)",
         )
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from idempotent_messaging.names import CLOUDWATCH_DASHBOARD, fit
+
 from .alarms import CONFLICT_METRIC, LAMBDA_NAMESPACE, SQS_NAMESPACE
 from .powertools import region_and_partition_of
 
@@ -216,7 +218,7 @@ def create_dashboard(
 
     return aws.cloudwatch.Dashboard(
         resource_name,
-        dashboard_name=dashboard_name,
+        dashboard_name=fit(dashboard_name, CLOUDWATCH_DASHBOARD),
         dashboard_body=pulumi.Output.all(regional_arn, *names.values()).apply(body),
         opts=pulumi.ResourceOptions(parent=parent),
     )

@@ -115,6 +115,14 @@ class MonthlyFanoutArgs(FunctionArgs):
     limits per message group (``<tenant>#<month>``) instead, and the per-group deduplication
     it implies is exact here because a charge's dedup id and its group both come from its
     tenant and month. False keeps the per-queue limit (e.g. a region without the mode)."""
+    consumer_claim_placement: str | None = None
+    """Where the charge consumer's ``Consumer`` keeps its claims, as IdempotentQueueConsumer's
+    ``claim_placement``: ``business_item`` for a ``SingleItemEffect`` on the ledger row (the
+    pattern docs/monthly.md shows), ``state_table`` without ``effect=``. Default None = not
+    declared: the role allows every placement's calls."""
+    consumer_business_writes: Sequence[str] | None = None
+    """The charge consumer's ``writes`` item kinds on the ledger, as IdempotentQueueConsumer's
+    ``business_writes`` (``state_table`` placement only). Default None = all four kinds."""
     claim_ttl_seconds: int = renv.DEFAULT_CLAIM_TTL_SECONDS
     """Default 90 days: charge claims outlive any redelivery of the month."""
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from idempotent_messaging import names
+
 from . import alarms, iam
 from .bundle import library_code_archive
 
@@ -20,8 +22,9 @@ class FunctionSpec:
     """What the function needs; names are physical (the caller derives them)."""
 
     function_name: str
-    """Physical function name; the role is ``<function_name>-role``, the log group
-    ``/aws/lambda/<function_name>``."""
+    """Full function name, before ``names.fit`` (Lambda's 64); the role is
+    ``<function_name>-role`` (IAM's 64), both shortened alike when too long; the log group
+    ``/aws/lambda/<the function's physical name>`` (Lambda writes there)."""
     handler: str
     runtime: str
     architecture: str
@@ -37,6 +40,12 @@ class FunctionSpec:
     code: pulumi.Archive | None = None
     """Default None = the library's own Lambda code alone (bundle.library_code_archive), for a
     handler of ours such as the monthly dispatcher."""
+    account_id: pulumi.Input[str] | None = None
+    """The deploying account: the role's trust names it (``aws:SourceAccount``), so Lambda
+    may assume the role only for this account's functions (IAM User Guide, "The confused deputy
+    problem"; AWS's own Lambda trust-policy samples carry this condition, e.g. the
+    aws/agent-toolkit-for-aws serverless skills). Default None: no condition (a caller that
+    cannot know the account)."""
 
 
 @dataclass(frozen=True)
@@ -67,20 +76,26 @@ def create_function(
     logs and its event source mappings pass Lambda's permission check.
     """
     opts = pulumi.ResourceOptions(parent=parent)
-    tags = dict(spec.tags)
+    full_name = spec.function_name
+    function_name = names.fit(full_name, names.LAMBDA_FUNCTION)
+    tags = names.tagged(spec.tags, full_name, function_name)
     log_group = aws.cloudwatch.LogGroup(
         f"{resource_name}-logs",
-        name=log_group_name(spec.function_name),
+        name=log_group_name(function_name),
         retention_in_days=spec.log_retention_days,
         tags=tags,
         opts=opts,
     )
+    role_full = f"{full_name}-role"
+    role_name = names.fit(role_full, names.IAM_ROLE)
     role = aws.iam.Role(
         f"{resource_name}-role",
-        name=f"{spec.function_name}-role",
-        assume_role_policy=iam.service_trust_policy("lambda.amazonaws.com"),
-        description=f"Execution role of {spec.function_name}",
-        tags=tags,
+        name=role_name,
+        assume_role_policy=iam.service_trust_policy(
+            "lambda.amazonaws.com", account_id=spec.account_id
+        ),
+        description=f"Execution role of {full_name}",
+        tags=names.tagged(spec.tags, role_full, role_name),
         opts=opts,
     )
     all_statements = [*statements, iam.logs_statement(log_group.arn)]
@@ -89,13 +104,13 @@ def create_function(
     role_policy = aws.iam.RolePolicy(
         f"{resource_name}-policy",
         role=role.id,
-        name=f"{spec.function_name}-least-privilege",
+        name=names.fit(f"{full_name}-least-privilege", names.IAM_INLINE_POLICY),
         policy=iam.policy_json(all_statements),
         opts=opts,
     )
     function = aws.lambda_.Function(
         resource_name,
-        name=spec.function_name,
+        name=function_name,
         description=spec.description,
         role=role.arn,
         handler=spec.handler,
@@ -116,7 +131,7 @@ def create_function(
     function_alarms = (
         alarms.function_alarms(
             f"{resource_name}-alarm",
-            alarm_name_prefix=spec.function_name,
+            alarm_name_prefix=full_name,
             function_name=function.name,
             actions=alarm_actions,
             tags=tags,

@@ -6,32 +6,27 @@ into one ``Output[str]`` (``pulumi.Output.json_dumps`` resolves nested outputs).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 
-from idempotent_messaging.runtime import env
+from idempotent_messaging.runtime import grants
 
 Statement = dict[str, Any]
 
-# Exactly what the runtime calls on each resource (no wildcards).
-SQS_CONSUME_ACTIONS = (
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibility",
-    "sqs:GetQueueAttributes",
-)
-SQS_SEND_ACTIONS = ("sqs:SendMessage",)  # also authorises SendMessageBatch
-# Exactly what the runtime calls on each table, declared beside the runtime that calls it
-# (TransactWriteItems and BatchExecuteStatement are authorised per item/statement action).
-DYNAMODB_STATE_ACTIONS = env.STATE_TABLE_ACTIONS
-DYNAMODB_BUSINESS_ACTIONS = env.BUSINESS_TABLE_ACTIONS
-SNS_PUBLISH_ACTIONS = ("sns:Publish",)  # also authorises PublishBatch
+# Exactly what the runtime calls on each resource (no wildcards), derived per consumer from its
+# declaration beside the runtime that makes the calls (runtime/grants.py).
+SQS_POLL_ACTIONS = grants.ESM_POLL_ACTIONS
+"""What an SQS event source mapping calls with the function's role."""
+SQS_SEND_ACTIONS = (grants.SQS_SEND,)  # also authorises SendMessageBatch
 LOGS_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 XRAY_WRITE_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 KMS_USE_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+"""A customer managed key's use by a producer or consumer of what it encrypts: SQS
+(developer guide, "Key management": senders need GenerateDataKey and Decrypt, receivers
+Decrypt), SNS ("Setting up topic permissions": publishers need GenerateDataKey and Decrypt),
+EventBridge Scheduler (execution role: Decrypt of the schedule, and the DLQ send)."""
 
 
 def allow(sid: str, actions: Sequence[str], resources: Sequence[pulumi.Input[str]]) -> Statement:
@@ -58,19 +53,28 @@ def policy_json(statements: Sequence[Statement]) -> pulumi.Output[str]:
     return pulumi.Output.json_dumps(document(statements))
 
 
-def service_trust_policy(service: str) -> str:
-    """Trust policy JSON letting one AWS service principal assume the role."""
-    return json.dumps(
-        document(
-            [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": service},
-                    "Action": "sts:AssumeRole",
-                }
-            ]
-        )
-    )
+def service_trust_policy(
+    service: str,
+    *,
+    account_id: pulumi.Input[str] | None = None,
+    source_arn: pulumi.Input[str] | None = None,
+) -> pulumi.Output[str]:
+    """Trust policy JSON letting one AWS service principal assume the role, on behalf of
+    ``account_id`` (``aws:SourceAccount``) and, when given, of ``source_arn`` only
+    (``aws:SourceArn``): the IAM User Guide's cross-service confused deputy prevention."""
+    statement: Statement = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": "sts:AssumeRole",
+    }
+    condition: dict[str, Any] = {}
+    if account_id is not None:
+        condition["StringEquals"] = {"aws:SourceAccount": account_id}
+    if source_arn is not None:
+        condition["ArnEquals"] = {"aws:SourceArn": source_arn}
+    if condition:
+        statement["Condition"] = condition
+    return pulumi.Output.json_dumps(document([statement]))
 
 
 def log_streams_arn(log_group_arn: pulumi.Input[str]) -> pulumi.Output[str]:
@@ -88,26 +92,23 @@ def xray_statement() -> Statement:
     return allow("WriteTraces", XRAY_WRITE_ACTIONS, ["*"])
 
 
-def consume_queue_statement(queue_arn: pulumi.Input[str]) -> Statement:
-    return allow("ConsumeSourceQueue", SQS_CONSUME_ACTIONS, [queue_arn])
+def consume_queue_statement(
+    queue_arn: pulumi.Input[str], actions: Sequence[str] = SQS_POLL_ACTIONS
+) -> Statement:
+    """What the SQS event source mapping polls with (it, not the code, reads the queue)."""
+    return allow("ConsumeSourceQueue", actions, [queue_arn])
 
 
 def send_queue_statement(sid: str, queue_arn: pulumi.Input[str]) -> Statement:
     return allow(sid, SQS_SEND_ACTIONS, [queue_arn])
 
 
-def table_statement(
-    sid: str, table_arn: pulumi.Input[str], actions: Sequence[str] = DYNAMODB_STATE_ACTIONS
-) -> Statement:
+def table_statement(sid: str, table_arn: pulumi.Input[str], actions: Sequence[str]) -> Statement:
     return allow(sid, actions, [table_arn])
 
 
-def publish_statement(sid: str, topic_arn: pulumi.Input[str]) -> Statement:
-    return allow(sid, SNS_PUBLISH_ACTIONS, [topic_arn])
-
-
-def kms_statement(key_arn: pulumi.Input[str]) -> Statement:
-    return allow("UseDataKey", KMS_USE_ACTIONS, [key_arn])
+def kms_statement(key_arn: pulumi.Input[str], sid: str = "UseDataKey") -> Statement:
+    return allow(sid, KMS_USE_ACTIONS, [key_arn])
 
 
 def deny_insecure_transport(service_prefix: str, resource_arn: pulumi.Input[str]) -> dict[str, Any]:

@@ -20,12 +20,12 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging import limits
+from idempotent_messaging import limits, names
 from idempotent_messaging.dispatch import env as denv
 from idempotent_messaging.runtime import env as renv
 
 from . import alarms, dashboards, iam
-from .consumer import CONSUMER_OUTPUTS, IdempotentQueueConsumer, consumer_code
+from .consumer import CONSUMER_OUTPUTS, IdempotentQueueConsumer, account_of, consumer_code
 from .consumer_args import BusinessTableArgs, IdempotentQueueConsumerArgs
 from .consumer_validation import check_handler
 from .errors import fail
@@ -33,7 +33,7 @@ from .fanout_args import MonthlyFanoutArgs
 from .fanout_validation import CHILD_SUFFIX, validate_fanout_args
 from .function import FunctionSpec, create_function
 from .opening import open_component
-from .powertools import deployment_layer_arn
+from .powertools import deployment_layer_arn, region_and_partition_of
 from .protection import (
     ROLE_BILLING_ACCOUNTS,
     ROLE_CONTROL_DEAD_LETTER_QUEUE,
@@ -62,6 +62,9 @@ retry an hour late still names the same billing month."""
 DISPATCHER_SUFFIX = "-dispatcher"
 CONTROL_RETENTION_SECONDS = 4 * 24 * 3600
 LEDGER_TABLE = "ledger"
+SCHEDULE_GROUP = "default"
+"""The schedule's group: Scheduler's default one (always there, used when a schedule names no
+group), which the scheduler role's trust names (aws:SourceArn)."""
 FANOUT_OUTPUTS = (
     "schedule_name", "schedule_arn", "schedule_dlq_url", "dispatcher_name", "dispatcher_arn",
     "control_queue_url", "control_dlq_url", "runs_table_name", "billing_accounts_table_name",
@@ -145,6 +148,8 @@ class MonthlyFanout(pulumi.ComponentResource):
                 content_based_deduplication=False,  # the dispatcher sends a dedup id
                 high_throughput_fifo=args.work_queue_high_throughput,
                 state_key_layout=renv.LAYOUT_TENANT,
+                claim_placement=args.consumer_claim_placement,
+                business_writes=args.consumer_business_writes,
                 claim_ttl_seconds=args.claim_ttl_seconds,
                 business_table=BusinessTableArgs(
                     name=LEDGER_TABLE,
@@ -235,14 +240,24 @@ class MonthlyFanout(pulumi.ComponentResource):
             ),
             parent=self,
         )
+        # The deploying account, region and partition, from an ARN this component created.
+        account_id = control.queue.arn.apply(account_of)
+        region = control.queue.arn.apply(lambda arn: region_and_partition_of(arn)[0])
+        partition = control.queue.arn.apply(lambda arn: region_and_partition_of(arn)[1])
+        schedule_dlq_full = f"{physical}-schedule-dlq"
+        schedule_dlq_name = names.fit(schedule_dlq_full, names.SQS_QUEUE)
         schedule_dlq = aws.sqs.Queue(
             f"{name}-schedule-dlq",
-            name=f"{physical}-schedule-dlq",  # Scheduler requires a STANDARD queue as its DLQ
+            name=schedule_dlq_name,  # Scheduler requires a STANDARD queue as its DLQ
             message_retention_seconds=limits.SQS_MAX_RETENTION_S,
             sqs_managed_sse_enabled=True if kms is None else None,
             kms_master_key_id=kms,
             kms_data_key_reuse_period_seconds=300 if kms is not None else None,
-            tags=data_tags(tags, ROLE_SCHEDULE_DEAD_LETTER_QUEUE, protect_data=args.protect_data),
+            tags=data_tags(
+                names.tagged(tags, schedule_dlq_full, schedule_dlq_name),
+                ROLE_SCHEDULE_DEAD_LETTER_QUEUE,
+                protect_data=args.protect_data,
+            ),
             opts=data_options(self, args.protect_data),
         )
         tls_only_policy(f"{name}-schedule-dlq-tls-only", schedule_dlq, parent=self)
@@ -255,9 +270,10 @@ class MonthlyFanout(pulumi.ComponentResource):
                 ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
             ),
             iam.send_queue_statement("EnqueueCharges", self.consumer.queue_arn),
+            # The control queue's mapping polls it; the dispatcher sends continuations to it.
             iam.allow(
                 "ContinueRuns",
-                (*iam.SQS_CONSUME_ACTIONS, *iam.SQS_SEND_ACTIONS),
+                (*iam.SQS_POLL_ACTIONS, *iam.SQS_SEND_ACTIONS),
                 [control.queue.arn],
             ),
             # Lambda delivers a failed asynchronous invocation with the function's own role.
@@ -322,6 +338,7 @@ class MonthlyFanout(pulumi.ComponentResource):
                 log_retention_days=args.log_retention_days,
                 description=f"Monthly dispatcher of {physical}",
                 tags=tags,
+                account_id=account_id,
             ),
             statements=statements,
             alarm_actions=alarm_actions,
@@ -367,30 +384,45 @@ class MonthlyFanout(pulumi.ComponentResource):
         )
 
         # --- Schedule ----------------------------------------------------------------------------
+        # In the default group: the trust names that group (the schedule's ARN is not known
+        # before the role exists, and Scheduler passes the group's ARN as aws:SourceArn).
+        schedule_name = names.fit(physical, names.SCHEDULER_SCHEDULE)
+        schedule_group_arn = pulumi.Output.all(partition, region, account_id).apply(
+            lambda v: f"arn:{v[0]}:scheduler:{v[1]}:{v[2]}:schedule-group/{SCHEDULE_GROUP}"
+        )
+        scheduler_role_full = f"{physical}-scheduler-role"
+        scheduler_role_name = names.fit(scheduler_role_full, names.IAM_ROLE)
         scheduler_role = aws.iam.Role(
             f"{name}-scheduler-role",
-            name=f"{physical}-scheduler-role",
-            assume_role_policy=iam.service_trust_policy("scheduler.amazonaws.com"),
+            name=scheduler_role_name,
+            # EventBridge Scheduler user guide, "Cross-service confused deputy prevention".
+            assume_role_policy=iam.service_trust_policy(
+                "scheduler.amazonaws.com", account_id=account_id, source_arn=schedule_group_arn
+            ),
             description=f"Lets the {physical} schedule invoke its dispatcher, and nothing else",
-            tags=tags,
+            tags=names.tagged(tags, scheduler_role_full, scheduler_role_name),
             opts=child,
         )
+        scheduler_statements = [
+            iam.allow("InvokeDispatcherOnly", ("lambda:InvokeFunction",), [fn.arn]),
+            # Scheduler delivers dead-letter events with the schedule's role.
+            iam.send_queue_statement("DeadLetterFailedFires", schedule_dlq.arn),
+        ]
+        if kms is not None:
+            # The role reads the encrypted schedule (kms:Decrypt: EventBridge Scheduler user
+            # guide, "Encryption at rest") and sends to the key-encrypted schedule DLQ
+            # (kms:GenerateDataKey + kms:Decrypt: SQS developer guide, "Key management").
+            scheduler_statements.append(iam.kms_statement(kms, "UseScheduleKey"))
         scheduler_policy = aws.iam.RolePolicy(
             f"{name}-scheduler-policy",
             role=scheduler_role.id,
-            name=f"{physical}-invoke-dispatcher",
-            policy=iam.policy_json(
-                [
-                    iam.allow("InvokeDispatcherOnly", ("lambda:InvokeFunction",), [fn.arn]),
-                    # Scheduler delivers dead-letter events with the schedule's role.
-                    iam.send_queue_statement("DeadLetterFailedFires", schedule_dlq.arn),
-                ]
-            ),
+            name=names.fit(f"{physical}-invoke-dispatcher", names.IAM_INLINE_POLICY),
+            policy=iam.policy_json(scheduler_statements),
             opts=child,
         )
         schedule = aws.scheduler.Schedule(
             f"{name}-schedule",
-            name=physical,
+            name=schedule_name,  # in SCHEDULE_GROUP: Scheduler's default when none is named
             description=f"Monthly fan-out {physical}: fires the dispatcher with its scheduled time",
             schedule_expression=args.schedule_expression,
             schedule_expression_timezone=args.schedule_expression_timezone,

@@ -55,6 +55,7 @@ ROLE_BILLING_ACCOUNTS = "billing-accounts"
 ROLE_CONTROL_QUEUE = "control-queue"
 ROLE_CONTROL_DEAD_LETTER_QUEUE = "control-dead-letter-queue"
 ROLE_SCHEDULE_DEAD_LETTER_QUEUE = "schedule-dead-letter-queue"
+ROLE_UNDELIVERED_ALARMS = "undelivered-alarms"
 
 DATA_ROLES: Mapping[str, str] = {
     ROLE_SOURCE_QUEUE: "messages not yet consumed",
@@ -66,6 +67,7 @@ DATA_ROLES: Mapping[str, str] = {
     ROLE_CONTROL_QUEUE: "continuations of a monthly run in progress",
     ROLE_CONTROL_DEAD_LETTER_QUEUE: "continuations that failed, awaiting an operator",
     ROLE_SCHEDULE_DEAD_LETTER_QUEUE: "schedule fires that never started a run",
+    ROLE_UNDELIVERED_ALARMS: "alarm notifications SNS could not email (always disposable)",
 }
 """Every data role a component tags, with the data it names."""
 

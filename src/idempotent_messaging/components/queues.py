@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from idempotent_messaging import limits
+from idempotent_messaging import limits, names
 
 from . import iam
 from .protection import ROLE_DEAD_LETTER_QUEUE, ROLE_SOURCE_QUEUE, data_options, data_tags
 
-FIFO_SUFFIX = ".fifo"
+FIFO_SUFFIX = names.FIFO_SUFFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +61,8 @@ class QueuePair:
 
 
 def physical_queue_name(base: str, fifo: bool) -> str:
-    return f"{base}{FIFO_SUFFIX}" if fifo else base
+    """``base`` (+ ``.fifo``) fitted to SQS's 80 characters, ``.fifo`` included (names.fit)."""
+    return names.fit(base, names.SQS_QUEUE, fifo=fifo)
 
 
 def redrive_policy(dlq_arn: str, max_receive_count: int) -> str:
@@ -128,16 +129,23 @@ def create_queue_pair(
     high_throughput = spec.fifo and spec.high_throughput
     dedup_scope = "messageGroup" if high_throughput else None
     throughput_limit = "perMessageGroupId" if high_throughput else None
+    dlq_full = f"{spec.queue_name}-dlq"
+    dlq_name = physical_queue_name(dlq_full, spec.fifo)
+    queue_name = physical_queue_name(spec.queue_name, spec.fifo)
     dlq = aws.sqs.Queue(
         f"{resource_name}-dlq",
-        name=physical_queue_name(f"{spec.queue_name}-dlq", spec.fifo),
+        name=dlq_name,
         message_retention_seconds=spec.dlq_message_retention_seconds,
         # The largest SQS allows, so never smaller than the source's: a copy of any source
         # message still fits with the runtime's reason attributes (SQS counts them).
         max_message_size=limits.SQS_MAX_MESSAGE_BYTES,
         # Quarantined and redriven messages are handled by people and tools, not Lambda.
         visibility_timeout_seconds=spec.visibility_timeout_seconds,
-        tags=data_tags(tags, spec.dlq_role, protect_data=spec.protect_data),
+        tags=data_tags(
+            names.tagged(tags, dlq_full, dlq_name, fifo=spec.fifo),
+            spec.dlq_role,
+            protect_data=spec.protect_data,
+        ),
         opts=data_opts,
         fifo_queue=True if spec.fifo else None,
         deduplication_scope=dedup_scope,
@@ -149,14 +157,18 @@ def create_queue_pair(
     )
     queue = aws.sqs.Queue(
         resource_name,
-        name=physical_queue_name(spec.queue_name, spec.fifo),
+        name=queue_name,
         message_retention_seconds=spec.message_retention_seconds,
         visibility_timeout_seconds=spec.visibility_timeout_seconds,
         content_based_deduplication=spec.content_based_deduplication if spec.fifo else None,
         redrive_policy=dlq.arn.apply(lambda arn: redrive_policy(arn, spec.max_receive_count)),
         # Long polling: fewer empty receives for tools that poll the queue directly.
         receive_wait_time_seconds=20,
-        tags=data_tags(tags, spec.queue_role, protect_data=spec.protect_data),
+        tags=data_tags(
+            names.tagged(tags, spec.queue_name, queue_name, fifo=spec.fifo),
+            spec.queue_role,
+            protect_data=spec.protect_data,
+        ),
         opts=data_opts,
         fifo_queue=True if spec.fifo else None,
         deduplication_scope=dedup_scope,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from idempotent_messaging import names
 from idempotent_messaging.runtime import env
 
 from .protection import ROLE_IDEMPOTENCY_STATE, data_options, data_tags
@@ -51,7 +52,9 @@ def create_table(
     parent: pulumi.Resource,
 ) -> aws.dynamodb.Table:
     """One table, tagged with its data ``role``; ``protect_data`` turns on all three guards
-    (and off: deletion protection is then set false, so a stage can really be torn down)."""
+    (and off: deletion protection is then set false, so a stage can really be torn down).
+    ``table_name`` is the full name, fitted to DynamoDB's limit (names.fit)."""
+    physical_name = names.fit(table_name, names.DYNAMODB_TABLE)
     attributes = [aws.dynamodb.TableAttributeArgs(name=schema.hash_key, type=schema.hash_key_type)]
     if schema.range_key is not None:
         attributes.append(
@@ -59,7 +62,7 @@ def create_table(
         )
     return aws.dynamodb.Table(
         resource_name,
-        name=table_name,
+        name=physical_name,
         billing_mode="PAY_PER_REQUEST",
         hash_key=schema.hash_key,
         range_key=schema.range_key,
@@ -74,7 +77,9 @@ def create_table(
             enabled=True, kms_key_arn=kms_key_arn
         ),
         deletion_protection_enabled=protect_data,
-        tags=data_tags(tags, role, protect_data=protect_data),
+        tags=data_tags(
+            names.tagged(tags, table_name, physical_name), role, protect_data=protect_data
+        ),
         opts=data_options(parent, protect_data),
     )
 

@@ -19,9 +19,11 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # CloudWatch Logs accepts only these retention values (0 = never expire is deliberately absent).
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827,
                       2192, 2557, 2922, 3288, 3653)  # fmt: skip
-# SQS queue names: 80 chars incl. ".fifo"; IAM role names: 64. "<physical>-consumer-role" and
-# "<physical>-dlq.fifo" must fit, so the prefix is capped at 40.
-MAX_PHYSICAL_NAME_LEN = 40
+# Every physical name is derived from this prefix and fitted to its service's limit
+# (names.fit: shortened with a stable hash when too long), so the prefix is capped only by the
+# tag that keeps each child's full name (names.TAG_VALUE, 256): the longest child suffix
+# ("-charges-consumer-least-privilege", 33) leaves room to spare at 128.
+MAX_PHYSICAL_NAME_LEN = 128
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")

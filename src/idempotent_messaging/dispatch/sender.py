@@ -2,8 +2,10 @@
 
 botocore retries a throttled or failed CALL (standard retry mode, configured on the client);
 what it cannot see is a 200 response that lists some entries under ``Failed``. Only those
-entries are re-sent here, a bounded number of times with exponential backoff and jitter;
-sender faults (a malformed entry) are permanent and fail the page at once.
+entries are re-sent here, a bounded number of times with exponential backoff and jitter; an
+entry whose CODE says the request can never be accepted (a malformed entry: the runtime's one
+rule, ``errors.classify_entry``, as for the same code on a whole call) fails the page at once.
+``SenderFault`` alone decides nothing: ``KmsThrottled`` is a sender fault and transient.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
+from idempotent_messaging.runtime.errors import FailureClass, classify_entry
+
 from .keys import ChargeMessage
 
 MAX_ENTRIES_PER_BATCH = 10  # SQS limit
@@ -24,7 +28,7 @@ BASE_BACKOFF_S = 0.05  # 50 ms x 2^(n-1), +-50 % jitter, as the runtime backs of
 
 
 class SendFailed(RuntimeError):
-    """Entries still failing after the bounded retries, or refused as sender faults."""
+    """Entries still failing after the bounded retries, or refused as invalid."""
 
 
 def message_size(message: ChargeMessage) -> int:
@@ -115,11 +119,15 @@ class WorkQueueSender:
             failed = response.get("Failed", [])
             if not failed:
                 return stats
-            sender_faults = [f for f in failed if f.get("SenderFault")]
-            if sender_faults:
-                first = sender_faults[0]
+            refused = [
+                f
+                for f in failed
+                if classify_entry("sqs", str(f.get("Code") or "")) is FailureClass.PERMANENT
+            ]
+            if refused:
+                first = refused[0]
                 raise SendFailed(
-                    f"SQS refused {len(sender_faults)} entries as sender faults, first "
+                    f"SQS refused {len(refused)} entries as invalid, first "
                     f"{pending[first['Id']].key!r}: {first.get('Code')} {first.get('Message', '')}"
                 )
             pending = {f["Id"]: pending[f["Id"]] for f in failed}

@@ -10,9 +10,20 @@
 enabled schedule once, drains every event source mapping and prints the report per consumer;
 ``--keep`` then keeps serving (mappings polled, rate schedules fired) until Ctrl-C, and the other
 subcommands act on that kept emulator. Without a kept emulator, ``send`` and ``fire`` run on a
-fresh one: deploy, act, drain, report. Exit 0: every declared invariant holds and every fire
-succeeded; 1: one does not; 2: the stack cannot run here (an unsupported resource, a program
-error, the ``local`` extra missing).
+fresh one: deploy, act, drain, report.
+
+stdout carries the report alone (text, or with ``--json`` one JSON document); progress, notes
+and errors go to stderr, and the handlers' own log lines to a log file (``--verbose``: stderr).
+
+Exit status (``EXIT_*``), what scripts can rely on:
+  0  the run's verdict is OK: nothing failed (``RESULT: OK``; JSON ``"ok": true``);
+  1  the run's verdict is FAILED: the report lists each failure (a configuration error, a
+     message dead-lettered without its reason or left in a queue, an alarm in ALARM that was
+     not declared expected or an expected one that is not, a declared invariant, a schedule
+     fire, a drain that did not settle; local.report defines each);
+  2  no verdict: the stack cannot run here (an unsupported resource, the program's own error,
+     a name the stack does not have, the ``local`` extra missing, a usage error), or there is
+     no report to show (``report`` without a kept emulator, one that did not report in time).
 
 Same as ``python -m idempotent_messaging.local``. Documented in docs/local.md.
 """
@@ -20,6 +31,7 @@ Same as ``python -m idempotent_messaging.local``. Documented in docs/local.md.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -29,7 +41,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from idempotent_messaging.local import LOCAL_EXTRA, Console, missing_modules
 
@@ -37,6 +49,9 @@ if TYPE_CHECKING:
     from idempotent_messaging.local.stack import LocalStack
 
 PROG = "idempotent-messaging-local"
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_NO_VERDICT = 2
 STATE_DIR_VARIABLE = "EMULATOR_STATE_DIR"
 REPORT_WAIT_S = 120.0
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
@@ -59,8 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="declare the invariant to check: ATTRIBUTE of the consumer's business table (or "
         "TABLE) holds the event id, one row per event (repeatable)",
     )
-    parser.add_argument("--verbose", action="store_true", help="show the handlers' log lines")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--expect-alarm",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an alarm (name or resource name) the run is expected to trip: it fails the run "
+        "if it is NOT in ALARM, instead of if it is (repeatable)",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="show the handlers' log lines (on stderr)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the report as JSON (alone on stdout)"
+    )
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds a drain may take (default 120)"
     )
@@ -98,12 +125,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{', '.join(missing)}); install it with: {LOCAL_EXTRA}",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_NO_VERDICT
     try:
         checks = dict(_declaration(d) for d in args.one_row_per_event)
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_NO_VERDICT
     import warnings
 
     # Powertools warns on stderr for every invocation that emitted no metric (a crashed one).
@@ -128,10 +155,10 @@ def _dispatch(args: argparse.Namespace, checks: dict[str, str]) -> int:
     from idempotent_messaging.local.stack import LocalError
     from idempotent_messaging.offline.errors import ProgramError
 
-    console = Console(sys.stdout)
+    console = Console(sys.stderr)  # progress: stdout carries the report alone
     try:
         if args.command == "report":
-            return _print_kept_report(args, console)
+            return _print_kept_report(args)
         kept = _attach(args.project, args.stack)
         if kept is not None and args.command in ("send", "fire"):
             return _on_kept(args, checks, console, kept)
@@ -140,51 +167,70 @@ def _dispatch(args: argparse.Namespace, checks: dict[str, str]) -> int:
                 f"{PROG}: an emulator for stack {args.stack} is kept at {kept.endpoint_url}; "
                 "stop it (Ctrl-C) first, or send/fire to it"
             )
-            return 2
+            return EXIT_NO_VERDICT
         return _one_shot(args, checks, console)
     except (LocalError, ProgramError, KeyError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"{PROG}: {message}", file=sys.stderr)
-        return 2
+        return EXIT_NO_VERDICT
 
 
 @contextmanager
-def _handler_output(args: argparse.Namespace, console: Console) -> Iterator[Console]:
-    """The handlers' log lines (and EMF documents) to a log file unless --verbose; progress
-    and the report stay on the terminal."""
-    from idempotent_messaging.local.invoke import handler_output_to
+def _report_stream(log: Path | None) -> Iterator[TextIO]:
+    """The real stdout, kept for the report alone, while fd 1 (where the handlers' Powertools
+    log lines and EMF documents go, as on Lambda) goes to ``log``, or to stderr when None."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    if log is None:
+        os.dup2(2, 1)
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(descriptor, 1)
+        os.close(descriptor)
+    report = io.TextIOWrapper(os.fdopen(os.dup(saved), "wb"), line_buffering=True)
+    try:
+        yield report
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        report.close()
 
-    log = None if args.verbose else state_dir(args.project) / f"local-{args.stack}.log"
-    with handler_output_to(log) as stream:
-        inner = Console(stream)
-        inner.started = console.started
-        if log is not None:
-            inner.step(f"handler log lines go to {log} (--verbose shows them here)")
-        yield inner
+
+def _log_path(args: argparse.Namespace) -> Path | None:
+    return None if args.verbose else state_dir(args.project) / f"local-{args.stack}.log"
 
 
 def _one_shot(args: argparse.Namespace, checks: dict[str, str], console: Console) -> int:
     from idempotent_messaging.local.stack import start_local_stack
 
-    with _handler_output(args, console) as out:
+    log = _log_path(args)
+    with _report_stream(log) as report_out:
+        if log is not None:
+            console.step(f"handler log lines go to {log} (--verbose shows them on stderr)")
         local = start_local_stack(
-            args.project, args.stack, one_row_per_event=checks, progress=out.step
+            args.project,
+            args.stack,
+            one_row_per_event=checks,
+            expect_alarms=args.expect_alarm,
+            progress=console.step,
         )
         try:
-            _describe(local, out)
+            _describe(local, console)
             if args.command == "run" and not args.no_schedules:
                 for schedule in local.schedules.values():
                     if schedule.state == "ENABLED":
-                        _fire(local, out, schedule.name, None)
+                        _fire(local, console, schedule.name, None)
             elif args.command == "fire":
                 for _ in range(2 if args.twice else 1):
-                    _fire(local, out, args.schedule, args.month)
+                    _fire(local, console, args.schedule, args.month)
             elif args.command == "send":
-                _send(local, out, args)
-            ok = _drain_and_report(local, out, args)
+                _send(local, console, args)
+            ok = _drain_and_report(local, console, report_out, args)
             if args.command == "run" and args.keep:
-                _keep(local, out, args)
-            return 0 if ok else 1
+                _keep(local, console, args)
+            return EXIT_OK if ok else EXIT_FAILED
         finally:
             local.close()
 
@@ -230,15 +276,29 @@ def _send(local: LocalStack, out: Console, args: argparse.Namespace) -> float:
     return sent_at
 
 
-def _drain_and_report(local: LocalStack, out: Console, args: argparse.Namespace) -> bool:
+def _drain_and_report(
+    local: LocalStack, out: Console, report_out: TextIO, args: argparse.Namespace
+) -> bool:
+    from idempotent_messaging.local.report import Failure
+
     out.step("draining every event source mapping until its queue stays empty")
-    batches = local.drain(timeout_s=args.timeout)
-    out.step(f"  {batches} batch(es) processed")
+    unsettled: Failure | None = None
+    try:
+        batches = local.drain(timeout_s=args.timeout)
+        out.step(f"  {batches} batch(es) processed")
+    except TimeoutError as exc:  # still a report: what happened until then, and that
+        unsettled = Failure("run", f"the drain did not settle within {args.timeout:g} s: {exc}")
+        out.step(f"  {unsettled.detail}")
     report = local.report()
-    sys.stdout.flush()
-    out.line("")
-    out.line(json.dumps(report.to_json(), indent=2, default=str) if args.json else report.text())
+    if unsettled is not None:
+        report.run_failures.append(unsettled)
+    _print_report(report_out, report.to_json(), report.text(), args.json)
     return report.ok
+
+
+def _print_report(out: TextIO, document: dict[str, Any], text: str, as_json: bool) -> None:
+    out.write((json.dumps(document, indent=2, default=str) if as_json else text) + "\n")
+    out.flush()
 
 
 # --- A kept emulator -------------------------------------------------------------------------
@@ -358,8 +418,11 @@ def _on_kept(args: argparse.Namespace, checks: dict[str, str], console: Console,
 
     local = LocalStack(kept, load_project(args.project).name, args.stack, progress=console.step)
     console.step(f"attached to the kept emulator at {kept.endpoint_url}")
-    if checks:
-        console.step("note: --one-row-per-event applies to the process that keeps the emulator")
+    if checks or args.expect_alarm:
+        console.step(
+            "note: --one-row-per-event and --expect-alarm apply to the process that keeps the "
+            "emulator"
+        )
     started = time.time()
     if args.command == "send":
         _send(local, console, args)
@@ -367,18 +430,17 @@ def _on_kept(args: argparse.Namespace, checks: dict[str, str], console: Console,
             for name, count in local.sent.items():
                 sent.write(json.dumps({"consumer": name, "count": count}) + "\n")
     else:
-        with _handler_output(args, console) as out:
+        with _report_stream(_log_path(args)):
             for _ in range(2 if args.twice else 1):
-                _fire(local, out, args.schedule, args.month)
+                _fire(local, console, args.schedule, args.month)
     console.step("waiting for the kept emulator to drain the queues and update its report")
     document = _wait_for_report(args.project, args.stack, started)
     if document is None:
         console.line(f"{PROG}: the kept emulator did not report within {REPORT_WAIT_S:.0f} s")
-        return 1
-    console.line("")
-    console.line(json.dumps(document["report"], indent=2) if args.json else str(document["text"]))
+        return EXIT_NO_VERDICT
+    _print_report(sys.stdout, document["report"], str(document["text"]), args.json)
     fires_ok = all(f.ok for f in local.fires)
-    return 0 if document["report"].get("ok") and fires_ok else 1
+    return EXIT_OK if document["report"].get("ok") and fires_ok else EXIT_FAILED
 
 
 def _wait_for_report(project: Path, stack: str, after: float) -> dict[str, Any] | None:
@@ -393,17 +455,18 @@ def _wait_for_report(project: Path, stack: str, after: float) -> dict[str, Any] 
     return None
 
 
-def _print_kept_report(args: argparse.Namespace, console: Console) -> int:
+def _print_kept_report(args: argparse.Namespace) -> int:
     path = _report_path(args.project, args.stack)
     if _attach(args.project, args.stack) is None or not path.is_file():
-        console.line(
+        print(
             f"{PROG}: no kept emulator for stack {args.stack} (start one: {PROG} --project "
-            f"{args.project} --stack {args.stack} run --keep)"
+            f"{args.project} --stack {args.stack} run --keep)",
+            file=sys.stderr,
         )
-        return 2
+        return EXIT_NO_VERDICT
     document = json.loads(path.read_text())
-    console.line(json.dumps(document["report"], indent=2) if args.json else str(document["text"]))
-    return 0 if document["report"].get("ok") else 1
+    _print_report(sys.stdout, document["report"], str(document["text"]), args.json)
+    return EXIT_OK if document["report"].get("ok") else EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -10,10 +10,14 @@
    with its reason), then the fix and an `ops` redrive;
 3. fires the monthly schedule twice for one month (dispatcher -> FIFO -> charge consumer)
    when the stack has one;
-4. reports per consumer and checks the invariants; exit 1 if any fails.
+4. reports per consumer and checks the invariants; exit 1 if any fails. The verdict derives
+   from what happened: a record failed for a configuration error fails it, and so does an
+   alarm of the stack in ALARM that the scenario did not provoke (the DLQ alarm of a consumer
+   it left poison with, the errors alarm of a function it crashed), or one it provoked that
+   would not fire.
 
 The handlers' own log lines go to .emulator/demo-<stack>.log; outcomes are counted from their
-structured log records (idempotent_messaging.local.observe.OutcomeCounter).
+structured log records (idempotent_messaging.local.signals.OutcomeLog).
 """
 
 from __future__ import annotations
@@ -36,21 +40,17 @@ from idempotent_messaging.local import Console
 from idempotent_messaging.local.deploy import PROJECT_DIR, print_report
 from idempotent_messaging.local.faults import FaultInjector, writes_item_with
 from idempotent_messaging.local.invoke import handler_output_to, invoke
-from idempotent_messaging.local.observe import (
-    Observer,
-    OutcomeCounter,
-    evaluate_alarms,
-    queue_counts,
-    scan_all,
-)
+from idempotent_messaging.local.observe import Observer, evaluate_alarms, queue_counts, scan_all
 from idempotent_messaging.local.poller import BatchOutcome, Poller
 from idempotent_messaging.local.registry import MappingConfig
 from idempotent_messaging.local.run_month import seed_billing_accounts
 from idempotent_messaging.local.scheduler import fire, scheduled_time_for_month
 from idempotent_messaging.local.session import StackSession, start_session, state_path
+from idempotent_messaging.local.signals import OutcomeLog
 from idempotent_messaging.ops import dlq as ops_dlq
 from idempotent_messaging.ops.outputs import DeployedConsumer, emulator_state_dir, find_consumers
 from idempotent_messaging.runtime import env as runtime_env
+from idempotent_messaging.runtime.errors import CONFIGURATION_FAILURE_CLASS
 from idempotent_messaging.runtime.observability import Outcome
 
 DEMO_MONTH = "2026-06"
@@ -88,6 +88,8 @@ class ConsumerReport:
     rows_per_event: Counter[str] = field(default_factory=Counter)
     notifications: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
+    configuration_failures: Counter[str] = field(default_factory=Counter)
+    """Reason -> deliveries the runtime failed for a configuration error."""
     dlq_depth: int = 0
     dlq_reasons: Counter[str] = field(default_factory=Counter)
     dlq_reasons_missing: int = 0
@@ -131,6 +133,15 @@ def check_invariants(report: ConsumerReport) -> list[tuple[str, bool, str]]:
                 + (f"; none for {silent}" if silent else ""),
             )
         )
+    configuration = report.configuration_failures
+    checks.append(
+        (
+            "no configuration error",
+            not configuration,
+            "; ".join(f"{n} deliveries failed: {reason}" for reason, n in configuration.items())
+            or "no record failed for the function's settings",
+        )
+    )
     with_reason = report.dlq_depth - report.dlq_reasons_missing
     checks.append(
         (
@@ -156,8 +167,12 @@ class Demo:
         self.sqs = session.client("sqs")
         self.sns = session.client("sns")
         self.ddb = session.client("dynamodb")
-        self.faults = FaultInjector()
-        self.outcomes = OutcomeCounter()
+        # botocore's retry backoff on a clock 100 times faster: the throttled order's retries
+        # take milliseconds, not seconds (faults act at the HTTP stage, where botocore retries).
+        self.faults = FaultInjector(retry_sleep_scale=0.01)
+        self.outcomes = OutcomeLog()
+        self.expected_alarms: dict[str, str] = {}
+        """Alarm name -> why the scenario trips it (a verdict fails on any other in ALARM)."""
         self.invocation_errors: Counter[str] = Counter()
         self.poller = Poller(
             session.registry,
@@ -183,6 +198,27 @@ class Demo:
                 f"  {mapping.function_name}: {outcome.records} record(s), "
                 f"{len(outcome.failed_ids)} reported failed (batchItemFailures)"
             )
+
+    def expect_alarms(
+        self, why: str, *, crashed_function: str | None = None, poisoned_dlq: str | None = None
+    ) -> None:
+        """The stack's alarms this scenario step trips by design: the Errors alarms of a
+        function it crashed, the depth alarms of a DLQ it leaves poison in."""
+        for alarm in self.session.registry.alarms:
+            dims = alarm.dimensions
+            crashed = (
+                crashed_function is not None
+                and (alarm.namespace, alarm.metric_name) == ("AWS/Lambda", "Errors")
+                and dims.get("FunctionName") == crashed_function
+            )
+            poisoned = (
+                poisoned_dlq is not None
+                and (alarm.namespace, alarm.metric_name)
+                == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+                and dims.get("QueueName") == poisoned_dlq
+            )
+            if crashed or poisoned:
+                self.expected_alarms[alarm.name] = why
 
     def drain(self, label: str) -> None:
         batches = self.poller.drain(timeout_s=60)
@@ -259,7 +295,7 @@ class Demo:
             f"orders: sending {ORDERS} orders + 2 extra sends of evt-001 (duplicate event id); "
             "the first SNS publish will crash the process AFTER the DynamoDB commit"
         )
-        crash = self.faults.crash_once("Publish", "PublishBatch")
+        crash = self.faults.crash_once("PublishBatch")
         self.send(
             report,
             [order(i) for i in range(1, ORDERS + 1)] + [order(1), order(1)],
@@ -270,6 +306,7 @@ class Demo:
         if crash.fired != 1:
             self.failures.append("the injected crash after commit never fired")
         self.faults.remove(crash)
+        self.expect_alarms("the injected crash", crashed_function=report.consumer.function_name)
 
         self.console.step("orders: producer re-sends evt-002 and evt-007 (new messageIds)")
         self.send(report, [order(2), order(7)], "producer re-sends")
@@ -286,6 +323,10 @@ class Demo:
         self.send(report, poison, "poison")
         report.poison += len(poison)
         self.drain("poison")
+        self.expect_alarms(
+            "the poison stays quarantined",
+            poisoned_dlq=(report.consumer.dlq_url or "").rsplit("/", 1)[-1],
+        )
 
         stuck = ORDERS + 1
         self.console.step(
@@ -377,11 +418,12 @@ class Demo:
                 f"  {counts['visible']} charge(s) in the FIFO work queue; the charge consumer's "
                 "first SNS publish will crash the process after the commit"
             )
-            crash = self.faults.crash_once("Publish", "PublishBatch")
+            crash = self.faults.crash_once("PublishBatch")
             self.drain("monthly work queue")
             if crash.fired != 1:
                 self.failures.append("the injected crash in the charge consumer never fired")
             self.faults.remove(crash)
+            self.expect_alarms("the injected crash", crashed_function=report.consumer.function_name)
 
             self.console.step(
                 f"monthly: an operator re-runs {DEMO_MONTH} by hand with restart "
@@ -428,7 +470,7 @@ class Demo:
 
     # --- report ----------------------------------------------------------------------------
     def collect(self) -> None:
-        outcomes = self.outcomes.counts
+        prefix = f"{CONFIGURATION_FAILURE_CLASS}: "
         for report in self.reports.values():
             c = report.consumer
             table = c.extra.get("business_table_name")
@@ -440,8 +482,12 @@ class Demo:
                     report.rows_per_event[str(next(iter(key.values()), "?"))] += 1
             if report.observer is not None:
                 report.notifications = report.observer.by_key(report.notify_key)
-            if c.function_name:
-                report.outcomes = outcomes.get(c.function_name, Counter())
+            logged = self.outcomes.of(c.function_name) if c.function_name else None
+            if logged is not None:
+                report.outcomes = Counter(logged.counts)
+                for reason, n in logged.reasons.get(Outcome.FAILED, Counter()).items():
+                    if reason.startswith(prefix):
+                        report.configuration_failures[reason.removeprefix(prefix)] += n
             if c.dlq_url:
                 report.dlq_depth = queue_counts(self.sqs, c.dlq_url)["visible"]
                 for m in ops_dlq.peek(self.sqs, c.dlq_url, 50):
@@ -518,14 +564,23 @@ class Demo:
             f"alarms: {firing} of {len(verdicts)} would be in ALARM. Each deployed alarm's "
             "metric is read from the emulator now and compared with its threshold;"
         )
-        out("moto keeps no metric history, so this is the state reached if the value persists:")
+        out("moto keeps no metric history, so this is the state reached if the value persists.")
+        out("An alarm the scenario trips by design is [expected]; any other in ALARM fails it:")
         for v in verdicts:
             state = "ALARM" if v.in_alarm else ("OK" if v.value is not None else "n/a")
             shown = "-" if v.value is None else f"{v.value:.3g}"
+            why = self.expected_alarms.get(v.alarm.name)
             out(
                 f"  {state:<5} {v.alarm.name}: {v.alarm.metric_name} {shown} "
                 f"{v.alarm.comparison_operator} {v.alarm.threshold:g} ({v.basis})"
+                + (f" [expected: {why}]" if why else "")
             )
+            if v.in_alarm and why is None:
+                ok = False
+                out(f"  [FAIL] {v.alarm.name} would be in ALARM; the scenario does not explain it")
+            elif why is not None and not v.in_alarm:
+                ok = False
+                out(f"  [FAIL] {v.alarm.name} should be in ALARM ({why}) and is not")
         out("")
         for failure in self.failures:
             out(f"[FAIL] {failure}")
@@ -635,7 +690,8 @@ def main(argv: list[str] | None = None) -> int:
             demo = Demo(args.stack, session, console)
             demo.outcomes.install()
             try:
-                with demo.faults.installed():
+                # The scenarios check that each fault fired and report it as an invariant.
+                with demo.faults.installed(check_fired=False):
                     demo.orders_scenario()
                     demo.monthly_scenario()
             finally:

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from idempotent_messaging.local.materialise import EmulatorMocks
 from idempotent_messaging.local.registry import Registry
 from idempotent_messaging.local.server import Emulator, start_emulator
+from idempotent_messaging.local.unwrap import plain_outputs
 from idempotent_messaging.offline.errors import ProgramError
 from idempotent_messaging.offline.project import load_project, load_stack_config
 from idempotent_messaging.offline.runner import ProgramRun, run_program
@@ -63,7 +64,9 @@ def deploy(
     )
     mocks = EmulatorMocks(emulator, registry, project_dir)
     run = run_program(project_dir, stack, mocks=mocks, config_overrides=config_overrides)
-    registry.outputs = dict(run.stack_outputs)
+    # As `pulumi stack output --json --show-secrets` shows them: the ops CLI and the local
+    # reports read a queue URL, not Pulumi's secret wrapper around it.
+    registry.outputs = plain_outputs(dict(run.stack_outputs))
     return DeployResult(registry, run)
 
 

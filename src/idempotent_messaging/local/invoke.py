@@ -1,10 +1,13 @@
 """Invoke a registered function's real handler in-process, as Lambda would run it.
 
-Lambda gives each function its own process and environment; here several functions share one
-process, so every invocation swaps os.environ to exactly the function's configured variables
-(plus what the Lambda runtime itself sets and the emulator endpoint) and restores it after.
-Invocations are serialised by a lock for that reason. The handlers read their settings from
-the environment per invocation (handlers/ contract), which is what makes this faithful.
+Lambda gives each concurrent invocation an execution environment of its own (a process with
+exactly its function's variables); here every invocation runs in the calling thread, inside an
+execution environment of its own (``local.isolation``): ``os.environ`` holds exactly the
+function's configured variables plus what the Lambda runtime itself sets and the emulator
+endpoint, and Powertools' metric set and logger keys are its own. Invocations of the same or of
+different functions run concurrently (the poller runs up to a mapping's maximum concurrency at
+once). The handlers read their settings from the environment per invocation (handlers/
+contract), which is what makes this faithful.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from idempotent_messaging.local.isolation import execution_environment
 from idempotent_messaging.local.registry import FunctionConfig
 from idempotent_messaging.local.server import emulator_environment
 
-_INVOKE_LOCK = threading.RLock()
+_IMPORT_LOCK = threading.Lock()  # sys.path is process state: one handler resolved at a time
 
 
 class LambdaContext:
@@ -68,12 +72,13 @@ def resolve_handler(handler: str, code_root: str = "") -> Callable[[Any, Any], A
     code_root is the directory the function's archive was built from: Lambda imports from the
     archive root, so it goes on sys.path.
     """
-    if code_root and code_root not in sys.path:
-        sys.path.insert(0, code_root)
     module_name, _, attr = handler.rpartition(".")
     if not module_name:
         raise ValueError(f"handler {handler!r} is not of the form 'module.function'")
-    module = importlib.import_module(module_name)
+    with _IMPORT_LOCK:
+        if code_root and code_root not in sys.path:
+            sys.path.insert(0, code_root)
+        module = importlib.import_module(module_name)
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -96,28 +101,14 @@ def lambda_environment(fn: FunctionConfig, region: str, endpoint_url: str) -> di
     }
 
 
-@contextmanager
-def function_environment(env: dict[str, str]) -> Iterator[None]:
-    """Replace os.environ with exactly `env` (Lambda's isolation), restoring it afterwards."""
-    saved = dict(os.environ)
-    # PATH and friends stay so that subprocesses or imports keep working; AWS_* do not leak.
-    keep = {k: v for k, v in saved.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
-    os.environ.clear()
-    os.environ.update({**keep, **env})
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def invoke(fn: FunctionConfig, event: Any, *, region: str, endpoint_url: str) -> InvocationResult:
     """Run the handler once. An exception (even a BaseException crash) is the invocation error.
 
     Lambda would kill an invocation at its timeout; in-process it cannot be interrupted, so an
-    overrun is reported as timed out and its response discarded, as Lambda would.
+    overrun is reported as timed out and its response discarded, as Lambda would. Safe to call
+    from several threads at once: each call is an execution environment of its own.
     """
-    with _INVOKE_LOCK, function_environment(lambda_environment(fn, region, endpoint_url)):
+    with execution_environment(lambda_environment(fn, region, endpoint_url)):
         context = LambdaContext(fn, region)
         started = time.monotonic()
         response: Any = None

@@ -2,8 +2,11 @@
 
 The Pulumi SDK awaits every input before it registers a resource, so `new_resource` sees
 resolved values (ARNs and URLs the emulator returned for earlier resources) in camelCase with
-numbers as floats. Each supported type is created through boto3 and its real identifiers are
-returned as outputs, so dependent resources get them too. A type without a materialiser, or a
+numbers as floats, still in Pulumi's wire wrappers: every input (and every invoke's arguments)
+is seen through them first (`local.unwrap.plain`: a secret is its value, an unknown refuses the
+resource by property path), so no materialiser ever reads a wrapper. Each supported type is
+created through boto3 and its real identifiers are returned as outputs, so dependent resources
+get them too. A type without a materialiser, or a
 create the emulator refuses, is recorded in the registry and shown in the deploy report; the
 program still completes (it receives the inputs as outputs) so that every such resource is
 listed, not only the first.
@@ -32,6 +35,7 @@ from idempotent_messaging.local.registry import (
     ScheduleConfig,
 )
 from idempotent_messaging.local.server import EMULATOR_ACCOUNT_ID, Emulator, queue_url_from_arn
+from idempotent_messaging.local.unwrap import plain
 from idempotent_messaging.offline.mocks import AwsMocks
 
 # Invokes that read no cloud state: answered without the emulator.
@@ -150,6 +154,7 @@ class EmulatorMocks(pulumi.runtime.Mocks):
 
     # --- Pulumi mocks interface ---------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, State]:
+        # Returned as the outputs as given: a secret input stays a secret output.
         inputs: State = dict(args.inputs)
         if not args.custom:
             self.registry.record(DeployedResource(args.typ, args.name, "component"))
@@ -165,8 +170,9 @@ class EmulatorMocks(pulumi.runtime.Mocks):
                 )
             )
             return f"{args.name}-not-materialised", inputs
-        tracked = _ReadTracker(inputs)
         try:
+            # Every materialiser reads plain values; an unknown refuses it (a ValueError).
+            tracked = _ReadTracker(plain(inputs))
             physical_id, state = handler(args.name, tracked)
         except (ClientError, MaterialiseError, KeyError, ValueError) as exc:
             self.registry.record(DeployedResource(args.typ, args.name, "failed", detail=str(exc)))
@@ -186,8 +192,9 @@ class EmulatorMocks(pulumi.runtime.Mocks):
         token = args.token
         if token in _ENVIRONMENT_INVOKES:
             # Pure answers (region, identity, partition, rendered policy documents): the offline
-            # engine's own, in the emulator's region and account.
-            return self._offline.invoke_result(args), []
+            # engine's own, in the emulator's region and account, over the plain arguments.
+            plain_args = pulumi.runtime.MockCallArgs(token, plain(dict(args.args)), args.provider)
+            return self._offline.invoke_result(plain_args), []
         self.registry.record(
             DeployedResource(token, "(invoke)", "unsupported", detail="provider function")
         )

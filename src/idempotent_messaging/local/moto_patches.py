@@ -63,12 +63,46 @@ SQS ``SendMessageBatch`` (the DLQ copies of the consumer runtime, the dispatcher
     SendMessageBatch and MessageAttributeValue). The patch measures each entry that way before
     moto's own checks run (its stock-moto gap test: tests/integration/
     test_runtime_audit2_limits_dlq.py).
+
+SQS ``ReceiveMessage``, ``DeleteMessage(Batch)``, ``ChangeMessageVisibility(Batch)`` (the
+emulator's pollers under load):
+
+11. moto's receive costs O(queue depth) per MESSAGE it returns (each one re-reads every queue
+    attribute, which counts every message, to check retention), its delete and visibility change
+    O(depth) per receipt handle, and none of them holds a lock while the threaded server serves
+    concurrent pollers (two receives can take one message, a delete can race a receive): with
+    500 messages queued a receive of 10 took ~1.3 s. The patch serves all three from the
+    queue's own lock, walking the queue once per receive and finding a receipt handle in an
+    index, and keeps SQS's contract (SQS API reference, ReceiveMessage, DeleteMessage,
+    ChangeMessageVisibility; developer guide "Amazon SQS visibility timeout", "FIFO queue
+    logic", "Using dead-letter queues"): a received message is invisible for the visibility
+    timeout and its ApproximateReceiveCount grows by one per receive; a delayed message is not
+    received; a message past the queue's retention period is deleted, never received; on a FIFO
+    queue, a message group with a message in flight delivers nothing else until that message is
+    deleted or visible again, and a group's messages come in order; a message received
+    maxReceiveCount times moves to the dead-letter queue when it would be received again; a
+    DeleteMessage with any receipt handle but the most recent one of its message "succeeds, but
+    the message will not be deleted" (moto deleted it). Contract tests:
+    tests/integration/test_moto_patch_contract.py.
+12. moto's SendMessage re-reads every queue attribute for each message it adds (to learn
+    ContentBasedDeduplication), and three of them count every message: filling a queue with n
+    messages cost O(n^2) (5,000 messages: minutes). The patch keeps the three approximate
+    counts (ApproximateNumberOfMessages, ...NotVisible, ...Delayed) with moto's own definitions,
+    counting a new message on arrival and everything again only after a message is removed,
+    received or changes visibility, or a visibility timeout or delay ends.
+
+Not a gap but an emulator clock (``set_visibility_scale``): visibility timeouts (a receive's,
+ChangeMessageVisibility's) last ``scale`` times as long, so a failed record returns after the
+queue's visibility timeout on an accelerated clock (0.01: the dev stack's 190 s in 1.9 s).
+Delays and retention keep real time. Default 1: SQS's own durations.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import copy
 import re
 import threading
 from collections.abc import Iterator
@@ -76,11 +110,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from moto.core.utils import unix_time, unix_time_millis
 from moto.dynamodb.exceptions import MockValidationException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
-from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue
-from moto.sqs.models import SQSBackend
+from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue, ReceiptHandleIsInvalid
+from moto.sqs.models import Message, Queue, SQSBackend, _filter_message_attributes
 
 MAX_STATEMENTS = 25
 """BatchExecuteStatement: 1-25 statements per call."""
@@ -115,6 +150,22 @@ SQS_MAX_BATCH_BYTES = 1_048_576
 
 _original_batch_execute = DynamoDBBackend.batch_execute_statement
 _original_send_message_batch = SQSBackend.send_message_batch
+_SQS_STOCK = {
+    "receive_message": SQSBackend.receive_message,
+    "delete_message": SQSBackend.delete_message,
+    "change_message_visibility": SQSBackend.change_message_visibility,
+}
+_original_change_visibility = Message.change_visibility
+_COUNTS = (
+    "approximate_number_of_messages",
+    "approximate_number_of_messages_not_visible",
+    "approximate_number_of_messages_delayed",
+)
+_stock_counts = {name: getattr(Queue, name) for name in _COUNTS}
+_generation = 0  # bumped by install()/uninstall(): counts cached by one are not the other's
+MAX_VISIBILITY_TIMEOUT_S = 43_200
+"""ChangeMessageVisibility: no visibility past 12 hours from the message's receipt."""
+_visibility_scale = 1.0
 # What install() found on the backend (moto's own, or another process-wide patch such as the
 # benchmark's fast transaction copy): wrapped in the write lock, not replaced (except
 # batch_execute_statement, whose narrow forms this module runs itself, falling back to moto's
@@ -311,9 +362,207 @@ def _send_message_batch(
     return _original_send_message_batch(self, queue_name, entries)
 
 
+# --- SQS: receive, delete and visibility changes that keep the contract at any depth (item 11) --
+
+
+def set_visibility_scale(scale: float) -> None:
+    """Visibility timeouts last ``scale`` times as long (0 < scale <= 1; 1: real time)."""
+    global _visibility_scale
+    if not 0 < scale <= 1:
+        raise ValueError(f"visibility scale {scale!r} must be > 0 and <= 1 (1: SQS's own time)")
+    _visibility_scale = float(scale)
+
+
+def visibility_scale() -> float:
+    return _visibility_scale
+
+
+def _change_visibility(self: Message, visibility_timeout: int) -> None:
+    self.visible_at = unix_time_millis() + int(visibility_timeout) * 1000 * _visibility_scale
+
+
+def _handles(queue: Queue) -> dict[str, Message]:
+    """The queue's index: a message's MOST RECENT receipt handle -> the message."""
+    index: dict[str, Message] | None = getattr(queue, "_current_handles", None)
+    if index is None:
+        index = {m.receipt_handle: m for m in queue._messages if m.receipt_handle}
+        queue._current_handles = index  # type: ignore[attr-defined]
+    return index
+
+
+def _receive_message(
+    self: SQSBackend,
+    queue_name: str,
+    count: int,
+    wait_seconds_timeout: int,
+    visibility_timeout: int,
+    message_attribute_names: list[str] | None = None,
+) -> list[Message]:
+    queue = self.get_queue(queue_name)
+    deadline = unix_time() + wait_seconds_timeout
+    while True:
+        with queue._messages_lock:
+            received = _take(queue, count, visibility_timeout, message_attribute_names or [])
+            left = deadline - unix_time()
+            if received or left <= 0:
+                return received
+            queue._messages_lock.wait(timeout=min(1.0, left))  # add_message notifies
+
+
+def _take(queue: Queue, count: int, visibility_timeout: int, names: list[str]) -> list[Message]:
+    """One pass over the queue in order (the caller holds the queue's lock)."""
+    now = unix_time_millis()
+    retention_ms = int(queue.message_retention_period) * 1000  # type: ignore[attr-defined]
+    in_flight_groups: set[str] = set()
+    for message in list(queue._pending_messages):
+        if now > message.visible_at:  # visible again: its receiver let it go or timed out
+            queue._pending_messages.discard(message)
+        elif message.group_id is not None:
+            in_flight_groups.add(message.group_id)
+    redrive = queue.redrive_policy if queue.dead_letter_queue is not None else None
+    handles = _handles(queue)
+    received: list[Message] = []
+    expired: list[Message] = []
+    dead: list[Message] = []
+    for message in queue._messages:
+        if now <= message.visible_at or now < message.delayed_until:
+            continue
+        if queue.fifo_queue and message.group_id in in_flight_groups:
+            continue
+        if int(message.sent_timestamp or 0) + retention_ms <= now:
+            expired.append(message)
+            continue
+        if redrive and message.approximate_receive_count >= int(redrive["maxReceiveCount"]):
+            dead.append(message)
+            continue
+        if message.receipt_handle:
+            handles.pop(message.receipt_handle, None)
+        message.mark_received(visibility_timeout=visibility_timeout)
+        handles[str(message.receipt_handle)] = message
+        queue._pending_messages.add(message)
+        shown = copy.copy(message)  # the answer's copy: its attributes filtered, not the message's
+        _filter_message_attributes(shown, names)
+        received.append(shown)
+        if len(received) >= count:
+            break
+    if received or expired or dead:
+        _changed(queue)
+    for message in (*expired, *dead):
+        queue._messages.remove(message)
+        handles.pop(message.receipt_handle or "", None)
+    if dead:
+        dlq = queue.dead_letter_queue
+        assert dlq is not None
+        with dlq._messages_lock:
+            _handles(dlq)  # indexed before the move: the source queue's receipts are not the DLQ's
+            for message in dead:
+                dlq.add_message(message)
+    return received
+
+
+def _delete_message(self: SQSBackend, queue_name: str, receipt_handle: str) -> None:
+    queue = self.get_queue(queue_name)
+    with queue._messages_lock:
+        message = _handles(queue).pop(receipt_handle, None)
+        if message is None:
+            if receipt_handle in queue.deleted_messages or any(
+                m.had_receipt_handle(receipt_handle) for m in queue._messages
+            ):
+                return  # deleted already, or an older receipt: succeeds, deletes nothing
+            raise ReceiptHandleIsInvalid()
+        with contextlib.suppress(ValueError):  # purged since it was received
+            queue._messages.remove(message)
+        queue._pending_messages.discard(message)
+        queue.deleted_messages.update(h for h in message.all_receipt_handles if h)
+
+
+def _change_message_visibility(
+    self: SQSBackend, queue_name: str, receipt_handle: str, visibility_timeout: int
+) -> None:
+    queue = self.get_queue(queue_name)
+    with queue._messages_lock:
+        message = _handles(queue).get(receipt_handle)
+        if message is None:
+            message = next(
+                (m for m in queue._messages if m.had_receipt_handle(receipt_handle)), None
+            )
+        if message is None:
+            raise ReceiptHandleIsInvalid
+        until = unix_time_millis() + int(visibility_timeout) * 1000
+        if until - message.sent_timestamp > MAX_VISIBILITY_TIMEOUT_S * 1000:  # type: ignore[operator]
+            raise InvalidParameterValue(
+                f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. Reason: "
+                f"Total VisibilityTimeout for the message is beyond the limit "
+                f"[{MAX_VISIBILITY_TIMEOUT_S} seconds]"
+            )
+        message.change_visibility(visibility_timeout)
+        _changed(queue)
+        if unix_time_millis() > message.visible_at:
+            queue._pending_messages.discard(message)
+
+
+@dataclass
+class _Counts:
+    """A queue's three approximate counts, valid until a message is added (counted on
+    arrival), removed, received or changes visibility, or a visibility or delay ends."""
+
+    messages: list[Message]
+    length: int
+    epoch: tuple[int, int]
+    visible: int = 0
+    not_visible: int = 0
+    delayed: int = 0
+    visible_from: float = float("inf")  # the earliest in-flight message's visible_at
+    delayed_until: float = float("inf")  # the earliest delayed message's delayed_until
+
+    def add(self, message: Message, now: float) -> None:
+        # moto's own definitions: visible once now > visible_at; delayed while now < delayed_until
+        if now <= message.visible_at:
+            self.not_visible += 1
+            self.visible_from = min(self.visible_from, message.visible_at)
+        elif now >= message.delayed_until:
+            self.visible += 1
+        if now < message.delayed_until:
+            self.delayed += 1
+            self.delayed_until = min(self.delayed_until, message.delayed_until)
+
+
+def _changed(queue: Queue) -> None:
+    queue._count_epoch = getattr(queue, "_count_epoch", 0) + 1  # type: ignore[attr-defined]
+
+
+def _counts(queue: Queue) -> _Counts:
+    with queue._messages_lock:
+        now = unix_time_millis()
+        messages = queue._messages
+        epoch = (_generation, getattr(queue, "_count_epoch", 0))
+        cached: _Counts | None = getattr(queue, "_counts_cache", None)
+        if (
+            cached is None
+            or cached.messages is not messages
+            or cached.epoch != epoch
+            or len(messages) < cached.length
+            or now > cached.visible_from
+            or now >= cached.delayed_until
+        ):
+            cached = _Counts(messages, 0, epoch)
+        for message in messages[cached.length :]:  # everything, or what arrived since
+            cached.add(message, now)
+        cached.length = len(messages)
+        queue._counts_cache = cached  # type: ignore[attr-defined]
+        return cached
+
+
+_fast_counts = {
+    "approximate_number_of_messages": property(lambda q: _counts(q).visible),
+    "approximate_number_of_messages_not_visible": property(lambda q: _counts(q).not_visible),
+    "approximate_number_of_messages_delayed": property(lambda q: _counts(q).delayed),
+}
+
+
 def install() -> None:
     """Patch moto's DynamoDB and SQS backends (process-wide, idempotent)."""
-    global _installed
+    global _installed, _generation
     with _lock:
         if _installed:
             return
@@ -323,17 +572,30 @@ def install() -> None:
             replacement = _batch_execute_statement if name == "batch_execute_statement" else current
             setattr(DynamoDBBackend, name, _serialised(replacement))
         SQSBackend.send_message_batch = _send_message_batch  # type: ignore[method-assign]
+        SQSBackend.receive_message = _receive_message  # type: ignore[method-assign]
+        SQSBackend.delete_message = _delete_message  # type: ignore[method-assign]
+        SQSBackend.change_message_visibility = _change_message_visibility  # type: ignore[method-assign]
+        Message.change_visibility = _change_visibility  # type: ignore[method-assign]
+        _generation += 1
+        for name, counted in _fast_counts.items():
+            setattr(Queue, name, counted)
         _installed = True
 
 
 def uninstall() -> None:
-    global _installed
+    global _installed, _generation
     with _lock:
         if not _installed:
             return
         for name, before in _before_install.items():
             setattr(DynamoDBBackend, name, before)
         SQSBackend.send_message_batch = _original_send_message_batch  # type: ignore[method-assign]
+        for name, stock in _SQS_STOCK.items():
+            setattr(SQSBackend, name, stock)
+        Message.change_visibility = _original_change_visibility  # type: ignore[method-assign]
+        _generation += 1
+        for name, stock in _stock_counts.items():
+            setattr(Queue, name, stock)
         _installed = False
 
 

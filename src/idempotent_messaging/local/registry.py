@@ -9,6 +9,7 @@ serialisable so that a kept emulator's state can be used from another process (o
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,8 +147,13 @@ class Registry:
         )
 
     def save(self, path: Path) -> None:
+        """Readable by the owner alone: the functions' environments hold the stack's secrets
+        in plaintext (the handlers of another process need them, as Lambda does)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2, default=str) + "\n")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)  # a file an older run left readable by others
+        with os.fdopen(descriptor, "w") as out:
+            out.write(json.dumps(self.to_json(), indent=2, default=str) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> Registry:

@@ -7,6 +7,21 @@ stack's own MetricAlarm definitions against the queues now, the run's invocation
 the EMF metrics the functions emitted). An invariant is checked only where the consumer
 declared it (``one row per event``: which attribute of its business table holds the event id);
 nothing reports a failure it cannot know.
+
+The verdict (``StackReport.failures``, ``ok``, the RESULT line and the command's exit status)
+derives from what happened, never from what was declared alone. A run FAILS when:
+
+- ``configuration``: a consumer's records failed for a configuration error (the runtime's
+  outcome lines; every record fails alike until a redeploy, and SQS dead-letters them all);
+- ``dead-lettered without a reason``: messages of a consumer that runs on the runtime sit in its
+  DLQ with no reason attached: SQS moved them after every delivery failed (a crash, a timeout),
+  where the runtime attaches its reason to each message it quarantines;
+- ``left in the queue``: messages neither processed nor dead-lettered when the report was made;
+- ``alarm``: an alarm of the stack would be in ALARM, unless the run declared it expected
+  (``expect_alarm``: a scenario that sends poison expects the DLQ alarm), and ``expected
+  alarm`` when a declared one would not be;
+- ``invariant``: a declared invariant does not hold; ``schedule``: a schedule fire failed;
+  ``run``: the run itself did not finish (a drain that did not settle).
 """
 
 from __future__ import annotations
@@ -16,7 +31,11 @@ from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from idempotent_messaging.runtime.errors import CONFIGURATION_FAILURE_CLASS
 from idempotent_messaging.runtime.observability import Outcome
+
+NO_REASON = "no reason attached: moved by SQS after maxReceiveCount receives"
+"""A DLQ message's reason in the report when it carries none (SQS's redrive moved it)."""
 
 OUTCOME_WORDS: dict[str, str] = {
     Outcome.PROCESSED: "processed (effect written, notification published)",
@@ -38,6 +57,32 @@ class Check:
 
 
 @dataclass
+class Failure:
+    """One reason the run failed: what kind (``FAILURE_KINDS``), whose, and the numbers."""
+
+    kind: str
+    detail: str
+    consumer: str | None = None
+    """The consumer it concerns; None for the stack (a schedule, an alarm of no consumer)."""
+
+    def text(self) -> str:
+        return f"{self.consumer + ': ' if self.consumer else ''}{self.kind}: {self.detail}"
+
+
+FAILURE_KINDS = (
+    "configuration",
+    "dead-lettered without a reason",
+    "left in the queue",
+    "alarm",
+    "expected alarm",
+    "invariant",
+    "schedule",
+    "run",
+)
+"""Every kind of Failure, as the module docstring defines each."""
+
+
+@dataclass
 class AlarmState:
     name: str
     metric: str
@@ -47,6 +92,27 @@ class AlarmState:
     comparison: str
     threshold: float
     basis: str
+    expected: bool = False
+    """The run declared it expected in ALARM (``expect_alarm``)."""
+
+    def failure(self, consumer: str | None) -> Failure | None:
+        """Why this alarm fails the run: in ALARM unexpected, or expected and not in ALARM."""
+        firing = self.state == "ALARM"
+        if firing and not self.expected:
+            return Failure("alarm", f"{self.name} would be in ALARM ({_condition(self)})", consumer)
+        if self.expected and not firing:
+            return Failure(
+                "expected alarm",
+                f"{self.name} was declared expected in ALARM but is {self.state} "
+                f"({_condition(self)})",
+                consumer,
+            )
+        return None
+
+
+def _condition(alarm: AlarmState) -> str:
+    shown = "-" if alarm.value is None else f"{alarm.value:.4g}"
+    return f"{alarm.metric} {shown} {alarm.comparison} {alarm.threshold:g}"
 
 
 @dataclass
@@ -94,6 +160,64 @@ class ConsumerSummary:
         """Names of the consumer's alarms the run would trip."""
         return [a.name for a in self.alarms if a.state == "ALARM"]
 
+    @property
+    def configuration_failures(self) -> Counter[str]:
+        """Reason -> records the runtime reported failed for a configuration error."""
+        prefix = f"{CONFIGURATION_FAILURE_CLASS}: "
+        return Counter(
+            {
+                reason.removeprefix(prefix): n
+                for reason, n in self.reasons.get(Outcome.FAILED, Counter()).items()
+                if reason.startswith(prefix)
+            }
+        )
+
+    @property
+    def dlq_without_reason(self) -> int:
+        return sum(n for reason, n in self.dlq_reasons.items() if reason == NO_REASON)
+
+    @property
+    def failures(self) -> list[Failure]:
+        """What failed for this consumer (the module docstring defines each kind)."""
+        found: list[Failure] = []
+        configuration = self.configuration_failures
+        for reason, n in configuration.most_common():
+            found.append(
+                Failure(
+                    "configuration",
+                    f"{n} deliveries failed: {reason}; every record fails until the function is "
+                    f"redeployed with its settings, and SQS dead-letters them "
+                    f"({self.dlq_without_reason} in {self.dlq} now)",
+                    self.name,
+                )
+            )
+        if self.runtime and self.dlq_without_reason and not configuration:
+            found.append(
+                Failure(
+                    "dead-lettered without a reason",
+                    f"{self.dlq_without_reason} message(s) in {self.dlq} that SQS moved after "
+                    "maxReceiveCount failed deliveries (a crash or a timeout on each); the "
+                    "runtime attaches its reason to every message it quarantines",
+                    self.name,
+                )
+            )
+        if self.left_in_queue:
+            found.append(
+                Failure(
+                    "left in the queue",
+                    f"{self.left_in_queue} message(s) in {self.queue}, neither processed nor "
+                    "dead-lettered",
+                    self.name,
+                )
+            )
+        found += [f for a in self.alarms if (f := a.failure(self.name)) is not None]
+        found += [
+            Failure("invariant", f"{c.label}: {c.detail}", self.name)
+            for c in self.checks
+            if not c.passed
+        ]
+        return found
+
 
 @dataclass
 class FireSummary:
@@ -113,19 +237,35 @@ class StackReport:
     stack_alarms: list[AlarmState] = field(default_factory=list)
     """Alarms of the stack that watch no consumer (e.g. a schedule's DLQ)."""
     notes: list[str] = field(default_factory=list)
+    run_failures: list[Failure] = field(default_factory=list)
+    """What stopped the run itself (kind ``run``: a drain that did not settle)."""
 
     def __getitem__(self, name: str) -> ConsumerSummary:
         return self.consumers[name]
 
     @property
+    def failures(self) -> list[Failure]:
+        """Every reason the run failed, per consumer then the stack's (module docstring)."""
+        found = [f for s in self.consumers.values() for f in s.failures]
+        found += [f for a in self.stack_alarms if (f := a.failure(None)) is not None]
+        found += [
+            Failure("schedule", f"fire of {f.schedule} at {f.scheduled_time} failed: {f.result}")
+            for f in self.fires
+            if not f.ok
+        ]
+        return found + list(self.run_failures)
+
+    @property
     def ok(self) -> bool:
-        """Every declared invariant holds and every schedule fire succeeded."""
-        checks = all(c.passed for s in self.consumers.values() for c in s.checks)
-        return checks and all(f.ok for f in self.fires)
+        """Nothing failed: no configuration error, no message dead-lettered without its reason
+        or left in a queue, no alarm in ALARM but the expected ones (and each of those in
+        ALARM), every declared invariant holds, every schedule fire succeeded."""
+        return not self.failures
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = _plain(self)
         data["ok"] = self.ok
+        data["failures"] = [_plain(f) for f in self.failures]
         for name, summary in self.consumers.items():
             data["consumers"][name]["firing"] = summary.firing
         return data
@@ -155,19 +295,20 @@ class StackReport:
         out("")
         for note in self.notes:
             out(f"note: {note}")
-        failed = [
-            f"{s.name}: {c.label}"
-            for s in self.consumers.values()
-            for c in s.checks
-            if not c.passed
-        ] + [f"schedule {f.schedule}" for f in self.fires if not f.ok]
+        failures = self.failures
         declared = sum(len(s.checks) for s in self.consumers.values())
-        if failed:
-            out(f"RESULT: FAILED ({'; '.join(failed)})")
+        expected = sum(a.expected for s in self.consumers.values() for a in s.alarms) + sum(
+            a.expected for a in self.stack_alarms
+        )
+        if failures:
+            out(f"RESULT: FAILED ({len(failures)} failure(s)):")
+            for failure in failures:
+                out(f"  - {failure.text()}")
         else:
             out(
                 f"RESULT: OK ({len(self.consumers)} consumer(s), {declared} declared "
-                f"invariant(s), {len(self.fires)} schedule fire(s))"
+                f"invariant(s), {expected} expected alarm(s), {len(self.fires)} schedule "
+                "fire(s); nothing failed)"
             )
         return "\n".join(lines)
 
@@ -189,11 +330,8 @@ def _row(out: Any, label: str, count: int | str, meaning: str = "") -> None:
 
 
 def _alarm_line(alarm: AlarmState) -> str:
-    shown = "-" if alarm.value is None else f"{alarm.value:.4g}"
-    return (
-        f"  {alarm.state:<7} {alarm.name}: {alarm.metric} {shown} {alarm.comparison} "
-        f"{alarm.threshold:g} ({alarm.basis})"
-    )
+    expected = " [expected]" if alarm.expected else ""
+    return f"  {alarm.state:<7} {alarm.name}: {_condition(alarm)} ({alarm.basis}){expected}"
 
 
 def _consumer_text(s: ConsumerSummary, out: Any) -> None:
@@ -245,6 +383,9 @@ def _consumer_text(s: ConsumerSummary, out: Any) -> None:
             "  declared invariants: none (declare one: --one-row-per-event "
             f"{s.name}=<attribute of its business table holding the event id>)"
         )
+    failures = s.failures
+    kinds = ", ".join(dict.fromkeys(f.kind for f in failures))
+    out(f"  verdict: {f'FAILED ({kinds})' if failures else 'OK'}")
 
 
 def one_row_per_event(

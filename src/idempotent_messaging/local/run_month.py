@@ -42,10 +42,12 @@ def run_month(
     *,
     seed: int = 0,
     project_dir: Path = PROJECT_DIR,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Invoke the dispatcher in-process against the kept emulator of `stack` (or a fresh one),
-    then drain the work queue through the charge consumer with the emulator poller."""
+    then drain the work queue through the charge consumer with the emulator poller. Progress
+    goes to ``log`` (default: stderr; stdout carries the result document alone)."""
+    log = log or _progress
     validate_month(month)
     session = attach_session(stack)
     if session is None:
@@ -69,7 +71,7 @@ def run_month(
             seeded = seed_billing_accounts(session.client("dynamodb"), dispatcher.environment, seed)
             log(f"seeded {len(seeded)} active billing accounts")
         log_path = emulator_state_dir() / f"run-month-{stack}.log"
-        # The handlers' log lines go to a file; stdout keeps the summary.
+        # The handlers' log lines go to a file; stdout keeps the result document.
         with handler_output_to(log_path):
             result = invoke(
                 dispatcher,
@@ -95,6 +97,10 @@ def run_month(
         }
     finally:
         session.close()
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def seed_billing_accounts(

@@ -11,9 +11,11 @@ metrics): each becomes ``Datapoint``s keyed as CloudWatch keys a metric (namespa
 exact dimension set), so a stack's own alarm on a custom metric can be evaluated against what
 the run emitted.
 
-Several functions share this process (local.invoke switches os.environ per invocation): the
-function of a line or document is the one whose ``AWS_LAMBDA_FUNCTION_NAME`` is set when it is
-written.
+Several functions share this process, each invocation in an execution environment of its own
+(local.isolation): the function of a line or document is the one whose environment's
+``AWS_LAMBDA_FUNCTION_NAME`` is set when it is written. Invocations run concurrently, so the
+tap assembles lines per thread (``print`` writes a document and its newline separately) and
+writes each whole line through: two invocations' documents never interleave.
 """
 
 from __future__ import annotations
@@ -135,31 +137,38 @@ def datapoints(document: dict[str, Any], function: str) -> list[Datapoint]:
 
 
 class MetricTap:
-    """Stands in for sys.stdout while installed: writes through to it, and reads every line
-    that is an EMF document into ``datapoints``."""
+    """Stands in for sys.stdout while installed: writes each thread's lines through to it
+    whole, and reads every line that is an EMF document into ``datapoints``."""
 
     def __init__(self) -> None:
         self.datapoints: list[Datapoint] = []
         self._target: TextIO | None = None
-        self._pending = ""
+        self._pending: dict[int, str] = {}  # thread -> its line written so far
         self._lock = threading.Lock()
 
     # --- the file interface print() and Powertools use ---------------------------------------
     def write(self, text: str) -> int:
-        target = self._target or sys.__stdout__
-        if target is not None:
-            target.write(text)
+        thread = threading.get_ident()
         with self._lock:
-            self._pending += text
-            while "\n" in self._pending:
-                line, self._pending = self._pending.split("\n", 1)
-                self._read(line)
+            *lines, rest = (self._pending.pop(thread, "") + text).split("\n")
+            if rest:
+                self._pending[thread] = rest
+            target = self._target or sys.__stdout__
+            if lines and target is not None:
+                target.write("".join(f"{line}\n" for line in lines))
+        for line in lines:
+            self._read(line)
         return len(text)
 
     def flush(self) -> None:
-        target = self._target or sys.__stdout__
-        if target is not None:
-            target.flush()
+        """Write out what the calling thread wrote without a newline, then flush."""
+        with self._lock:
+            rest = self._pending.pop(threading.get_ident(), "")
+            target = self._target or sys.__stdout__
+            if target is not None:
+                if rest:
+                    target.write(rest)
+                target.flush()
 
     def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding, ...
         return getattr(self._target or sys.__stdout__, name)
@@ -172,7 +181,9 @@ class MetricTap:
         except json.JSONDecodeError:
             return
         if isinstance(document, dict):
-            self.datapoints.extend(datapoints(document, current_function()))
+            found = datapoints(document, current_function())
+            with self._lock:
+                self.datapoints.extend(found)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def install(self) -> MetricTap:
@@ -181,6 +192,10 @@ class MetricTap:
         return self
 
     def uninstall(self) -> None:
+        with self._lock:
+            rest, self._pending = "".join(self._pending.values()), {}
+        if rest and self._target is not None:
+            self._target.write(rest)
         if sys.stdout is self:
             sys.stdout = self._target
         # A logger that bound this object as its stream keeps writing through to the target.

@@ -18,8 +18,11 @@ CloudWatch resources (and the IAM and KMS resources they need) are held; nothing
 faked.
 
 Consumers are every SQS event source mapping of the stack (local.consumers); handlers run
-in-process on the Powertools and boto3 of this interpreter. Failed records are made visible
-again at once rather than after the queue's visibility timeout, so retries take seconds.
+in-process on the Powertools and boto3 of this interpreter, each invocation in an execution
+environment of its own, up to each mapping's maximum concurrency at once (local.poller).
+Failed records are made visible again at once rather than after the queue's visibility
+timeout, so retries take seconds; ``visibility_scale=0.01`` instead keeps SQS's visibility
+timeout on an accelerated clock (190 s in 1.9 s), as a load test needs.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from idempotent_messaging.local import moto_patches
 from idempotent_messaging.local.consumers import LocalConsumer, find_consumers, resolve
 from idempotent_messaging.local.deploy import deploy, stack_region
 from idempotent_messaging.local.invoke import InvocationResult
@@ -42,6 +46,7 @@ from idempotent_messaging.local.observe import AlarmVerdict, evaluate_alarms, qu
 from idempotent_messaging.local.poller import BatchOutcome, Poller
 from idempotent_messaging.local.registry import DeployedResource, MappingConfig, ScheduleConfig
 from idempotent_messaging.local.report import (
+    NO_REASON,
     AlarmState,
     Check,
     ConsumerSummary,
@@ -122,9 +127,15 @@ class LocalStack:
         stack: str,
         *,
         one_row_per_event: Mapping[str, str] | None = None,
+        expect_alarms: Iterable[str] = (),
         progress: Callable[[str], None] | None = None,
+        visibility_scale: float | None = None,
     ) -> None:
         self.session = session
+        self.visibility_scale = visibility_scale
+        self._scale_before = moto_patches.visibility_scale()
+        if visibility_scale is not None:
+            moto_patches.set_visibility_scale(visibility_scale)
         self.project = project
         self.stack = stack
         self.progress = progress or (lambda text: None)
@@ -142,7 +153,7 @@ class LocalStack:
             session.registry,
             session.endpoint_url,
             self.sqs,
-            release_failed=True,
+            release_failed=visibility_scale is None,
             on_batch=self._on_batch,
         )
         self.consumers: dict[str, LocalConsumer] = {
@@ -152,6 +163,9 @@ class LocalStack:
         self.row_checks: dict[str, RowCheck] = {}
         for name, attribute in (one_row_per_event or {}).items():
             self.expect_one_row_per_event(name, attribute)
+        self.expected_alarms: set[str] = set()
+        for alarm in expect_alarms:
+            self.expect_alarm(alarm)
 
     # --- what the stack is -----------------------------------------------------------------------
     @property
@@ -191,6 +205,19 @@ class LocalStack:
                 f"--one-row-per-event {found.name}={attribute}@<table name>"
             )
         self.row_checks[found.name] = RowCheck(attribute, table)
+
+    def expect_alarm(self, name: str) -> None:
+        """Declare that the run trips the alarm ``name`` (its name or resource name): the
+        report then fails if it is NOT in ALARM, instead of failing because it is (a scenario
+        that sends poison expects its DLQ alarm; one that injects a crash, its errors alarm).
+        LocalError listing the stack's alarms for a name it has none of."""
+        alarms = self.session.registry.alarms
+        for alarm in alarms:
+            if name in (alarm.name, alarm.logical_name):
+                self.expected_alarms.add(alarm.name)
+                return
+        known = ", ".join(sorted(a.name for a in alarms)) or "none"
+        raise LocalError(f"no alarm {name!r} in stack {self.stack}; its alarms: {known}")
 
     # --- traffic -------------------------------------------------------------------------------
     def send(
@@ -311,11 +338,19 @@ class LocalStack:
             summary = self._summary(consumer, verdicts)
             owned.update(a.name for a in summary.alarms)
             report.consumers[consumer.name] = summary
-        report.stack_alarms = [_state(v) for v in verdicts if v.alarm.name not in owned]
+        report.stack_alarms = [
+            _state(v, self.expected_alarms) for v in verdicts if v.alarm.name not in owned
+        ]
         report.fires = list(self.fires)
         report.notes.append(
-            "failed records were made visible again at once instead of after the queue's "
-            "visibility timeout; SQS metrics are the queues' attributes now (moto keeps no "
+            (
+                "failed records were made visible again at once instead of after the queue's "
+                "visibility timeout"
+                if self.visibility_scale is None
+                else "visibility timeouts ran on a clock "
+                f"{1 / self.visibility_scale:g} times faster than SQS's"
+            )
+            + "; SQS metrics are the queues' attributes now (moto keeps no "
             "metric history): an alarm's state is the one reached if the value persisted"
         )
         return report
@@ -348,14 +383,12 @@ class LocalStack:
                 reasons = message.reasons()
                 kind = reasons.get("failure_kind") or reasons.get("failure_class")
                 reason = reasons.get("failure_reason")
-                summary.dlq_reasons[
-                    f"{kind or '-'}: {reason}"
-                    if reason
-                    else "no reason attached: moved by SQS after maxReceiveCount receives"
-                ] += 1
+                summary.dlq_reasons[f"{kind or '-'}: {reason}" if reason else NO_REASON] += 1
         counts = queue_counts(self.sqs, consumer.queue_url)
         summary.left_in_queue = counts["visible"] + counts["in_flight"]
-        summary.alarms = [_state(v) for v in verdicts if consumer.owns(v.alarm)]
+        summary.alarms = [
+            _state(v, self.expected_alarms) for v in verdicts if consumer.owns(v.alarm)
+        ]
         check = self.row_checks.get(consumer.name)
         if check is not None:
             summary.checks.append(self._row_check(consumer, check))
@@ -384,9 +417,10 @@ class LocalStack:
         self.metrics.uninstall()
         self.outcomes.uninstall()
         self.session.close()
+        moto_patches.set_visibility_scale(self._scale_before)
 
 
-def _state(verdict: AlarmVerdict) -> AlarmState:
+def _state(verdict: AlarmVerdict, expected: set[str]) -> AlarmState:
     return AlarmState(
         name=verdict.alarm.name,
         metric=verdict.alarm.metric_name or "(metric math)",
@@ -395,6 +429,7 @@ def _state(verdict: AlarmVerdict) -> AlarmState:
         comparison=verdict.alarm.comparison_operator,
         threshold=verdict.alarm.threshold,
         basis=verdict.basis,
+        expected=verdict.alarm.name in expected,
     )
 
 
@@ -403,11 +438,18 @@ def start_local_stack(
     stack: str = "dev",
     *,
     one_row_per_event: Mapping[str, str] | None = None,
+    expect_alarms: Iterable[str] = (),
     progress: Callable[[str], None] | None = None,
+    visibility_scale: float | None = None,
 ) -> LocalStack:
     """Start an emulator in the stack's region, deploy the stack into it and return it running
     (close() stops it). UnsupportedResources when the stack declares anything the emulator
-    does not hold; the program's own errors as ProgramError."""
+    does not hold; the program's own errors as ProgramError.
+
+    ``visibility_scale``: None (default) makes failed records visible again at once, so a
+    retry takes a poll; a factor in (0, 1] keeps SQS's visibility timeout on a clock that
+    much faster (0.01: a 190 s timeout in 1.9 s), as a load test needs. Process-wide while the
+    stack runs (moto's backend is)."""
     say = progress or (lambda text: None)
     directory = Path(project_dir)
     project = load_project(directory).name
@@ -431,9 +473,19 @@ def start_local_stack(
         emulator.stop()
         raise
     session = StackSession(result.registry, emulator.endpoint_url, emulator, result)
-    local = LocalStack(
-        session, project, stack, one_row_per_event=one_row_per_event, progress=progress
-    )
+    try:
+        local = LocalStack(
+            session,
+            project,
+            stack,
+            one_row_per_event=one_row_per_event,
+            expect_alarms=expect_alarms,
+            progress=progress,
+            visibility_scale=visibility_scale,
+        )
+    except BaseException:  # a declaration naming what the stack does not have
+        session.close()
+        raise
     local.install()
     return local
 
@@ -444,11 +496,18 @@ def local_stack(
     stack: str = "dev",
     *,
     one_row_per_event: Mapping[str, str] | None = None,
+    expect_alarms: Iterable[str] = (),
     progress: Callable[[str], None] | None = None,
+    visibility_scale: float | None = None,
 ) -> Iterator[LocalStack]:
     """``start_local_stack`` as a context manager: the emulator stops on exit."""
     local = start_local_stack(
-        project_dir, stack, one_row_per_event=one_row_per_event, progress=progress
+        project_dir,
+        stack,
+        one_row_per_event=one_row_per_event,
+        expect_alarms=expect_alarms,
+        progress=progress,
+        visibility_scale=visibility_scale,
     )
     try:
         yield local

@@ -15,6 +15,16 @@ YAML file, passed with
 The first entry whose function and arguments match wins; its ``result`` fields are known
 (typed as the result class declares them, e.g. ``value: 10`` becomes ``"10"``) and judged by
 the pack; the fields it does not pin stay unknown (``offline.unknowns``).
+
+Another stack's outputs (``pulumi.StackReference``) are unknown offline in ``up`` as in a
+preview: they are that stack's values, not this one's to judge. Pin the ones a rule needs::
+
+    stack_references:
+      acme/shared/prod:                          # the referenced stack's name
+        visibilityTimeout: 60                    # output name: value
+        queueArn: arn:aws:sqs:eu-west-1:123456789012:shared
+
+An output the file does not pin stays unknown.
 """
 
 from __future__ import annotations
@@ -60,6 +70,12 @@ class Answer:
 class Answers:
     entries: list[Answer] = field(default_factory=list)
     source: str | None = None
+    # Referenced stack name -> its pinned outputs (`stack_references:`).
+    stacks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def stack_outputs(self, stack: str) -> dict[str, Any] | None:
+        """The pinned outputs of another stack, None when the file pins none of them."""
+        return self.stacks.get(stack)
 
     def answered(self, token: str, given: dict[str, Any]) -> dict[str, Any] | None:
         """The pinned result fields of the first entry matching this call, else None."""
@@ -89,6 +105,20 @@ def load_answers(path: str | os.PathLike[str]) -> Answers:
         raise AnswersError(f"answers file {path} is not valid YAML: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("invokes", []), list):
         raise AnswersError(f"answers file {path}: expected a mapping with an `invokes:` list")
+    unknown_keys = sorted(set(doc) - {"invokes", "stack_references"})
+    if unknown_keys:
+        raise AnswersError(
+            f"answers file {path}: unknown key(s) {unknown_keys}; it takes `invokes:` and "
+            f"`stack_references:`"
+        )
+    stacks = doc.get("stack_references") or {}
+    if not isinstance(stacks, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in stacks.items()
+    ):
+        raise AnswersError(
+            f"answers file {path}: `stack_references` must map stack names to mappings of "
+            f"output names to values"
+        )
     entries: list[Answer] = []
     for index, raw in enumerate(doc.get("invokes") or []):
         where = f"answers file {path}: invokes[{index}]"
@@ -100,4 +130,4 @@ def load_answers(path: str | os.PathLike[str]) -> Answers:
         if not isinstance(result, dict):
             raise AnswersError(f"{where}: `result` must be a mapping of result fields to values")
         entries.append(Answer(to_token(raw["function"]), args, result))
-    return Answers(entries, str(path))
+    return Answers(entries, str(path), {k: dict(v) for k, v in stacks.items()})

@@ -1,7 +1,7 @@
 """Offline policy check: run a Pulumi Python project under mocks and analyze it with the pack.
 
     idempotent-messaging-check --project DIR --stack NAME [--preview] [--config FILE]
-                           [--answers FILE] [--package-path DIR ...]
+                           [--answers FILE] [--package-path DIR ...] [--remediate]
                            [--format text|json|sarif] [--output FILE]
     idempotent-messaging-check --state FILE [--state EXPORT] [--project DIR] [--config FILE]
                            [--format ...] [--output FILE]
@@ -36,15 +36,17 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from .analyzer import Violation, analyze_with_errors, load_config_file
 from .answers import Answers, load_answers
 from .errors import ConfigRefusedError, OfflineCheckError, PartialDocumentError, ProgramError
+from .places import place
 from .plan import PLAN_POLICY, plan_findings, plan_level
 from .refusal import refusal_of
+from .remediation import remediate_run, remediating, with_remediation
 from .report import (
     EXIT_NO_VERDICT,
     EXIT_REFUSED,
@@ -83,6 +85,7 @@ def check_report(
     answers: Answers | str | os.PathLike[str] | None = None,
     package_paths: Iterable[str | os.PathLike[str]] = (),
     state: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    remediate: bool = False,
 ) -> Report:
     """Run the project (or read the `state` file(s): a stack export, a preview JSON, or both;
     `project` is then the sources' directory) and analyze it; raises OfflineCheckError
@@ -91,14 +94,21 @@ def check_report(
     config = dict(config or {})
     level = plan_level(config)
     config.pop(PLAN_POLICY, None)  # the engine's own check, not a policy of the pack
+    # `--remediate` applies every remediation the pack has, as a team that sets each
+    # remediable rule to `remediate` would get them; the re-check keeps the configured levels
+    # (a rule the config itself sets to `remediate` reports what it cannot fix as mandatory,
+    # as pulumi-policy does).
+    fixing = with_remediation(config) if remediate else config
     changes, destroy, source = [], False, "program"
     plan: list[Violation] = []
+    document_files: list[Path] = []
     # Whatever the program prints goes to stderr: stdout carries the (JSON/SARIF) report.
-    with contextlib.redirect_stdout(sys.stderr):
+    with _stdout_to_stderr():
         if state is not None:
             paths = [state] if isinstance(state, (str, os.PathLike)) else list(state)
             document = load_documents(paths, source_root=project)
             run, changes, destroy = document.run, document.changes, document.destroy
+            document_files = list(document.files)
             source = "preview" if document.is_preview else "export"
             plan = plan_findings(document, level)
         else:
@@ -111,33 +121,57 @@ def check_report(
                 refused = refusal_of(exc, project, stack)
                 if refused is None:
                     raise
-                root = repo_root(Path(project).resolve())
-                refused.file = _relative(refused.file, root)
-                refused.program_file = _relative(refused.program_file, root)
-                raise refused from None
+                raise _located(refused, project) from None
+            except ConfigRefusedError as refused:  # refused before it ran (a plaintext secret)
+                raise _located(refused, project) from None
+        # The engine remediates each resource before it analyzes it: so does the check.
+        remediations = remediate_run(run, fixing) if remediating(fixing) else []
         violations, rule_errors = analyze_with_errors(run, config)
     root = repo_root(run.project.directory)
-    fallback = _project_file(run.project.directory)
-    for v in plan:
-        if v.file is None and fallback is not None:
-            v.file = str(fallback)  # nothing better than the project: annotate Pulumi.yaml
     violations += plan
+    # Every finding has a place: the program line, else the stack file, else the document.
+    place(violations, run.project.directory, run.stack, document_files)
     for v in violations:
         v.file = _relative(v.file, root)
         v.component_file = _relative(v.component_file, root)
+    for rem in remediations:
+        rem.file = _relative(rem.file, root)
+    remediations.sort(key=lambda r: (r.file or "", r.line or 0, r.policy, r.urn, r.property))
     for r in run.resources:
         if r.remote:
             r.source_file = _relative(r.source_file, root)
     # The SDK registers independent resources concurrently, so the engine's order varies from
     # run to run; reports in source order are stable (diffable in CI) and read top-down.
     violations.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
-    return Report(run, violations, rule_errors, changes, destroy, source)
+    return Report(run, violations, rule_errors, changes, destroy, source, remediations, root)
 
 
-def _project_file(directory: Path) -> Path | None:
-    return next(
-        (directory / n for n in ("Pulumi.yaml", "Pulumi.yml") if (directory / n).exists()), None
-    )
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Python's stdout AND file descriptor 1 to stderr: a child process the program starts
+    (``subprocess.run(["git", ...])``) writes to the descriptor, not to ``sys.stdout``."""
+    sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 to redirect (a closed stream): Python's alone
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _located(refused: ConfigRefusedError, project: str | os.PathLike[str]) -> ConfigRefusedError:
+    """The refusal with its files relative to the repository (as SARIF and the text show)."""
+    root = repo_root(Path(project).resolve())
+    refused.file = _relative(refused.file, root)
+    refused.program_file = _relative(refused.program_file, root)
+    return refused
 
 
 def check(
@@ -241,6 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="extra directory of packages the program imports (repeatable)",
     )
+    parser.add_argument(
+        "--remediate",
+        action="store_true",
+        help="apply the pack's remediations (every remediable rule the config leaves at its "
+        "default level set to `remediate`), report each change, check the remediated stack",
+    )
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     parser.add_argument("--output", help="write the report to this file instead of stdout")
     args = parser.parse_args(argv)
@@ -259,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             answers=answers,
             package_paths=args.package_path,
             state=args.state,
+            remediate=args.remediate,
         )
         if args.format == "json":  # via this module's name: a test breaks it here
             text = json.dumps(
@@ -268,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     report.rule_errors,
                     changes=report.changes,
                     destroy=report.destroy,
+                    remediations=report.remediations,
                 ),
                 indent=2,
             )

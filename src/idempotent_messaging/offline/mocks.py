@@ -110,6 +110,9 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.account_id = account_id
         self.answers = answers or Answers()
         self._provider_regions: dict[str, str] = {}  # provider logical name -> its region
+        # Provider logical name -> the account its credentials act in (None: not known
+        # offline, e.g. a profile); providers absent here act in the stack's account.
+        self._provider_accounts: dict[str, str | None] = {}
 
     # Subclasses (or the `new_resource` hook of run_program) may override these two.
     def computed_outputs(
@@ -133,9 +136,14 @@ class AwsMocks(pulumi.runtime.Mocks):
         return resource_id, outputs
 
     def _identity_outputs(
-        self, typ: str, name: str, inputs: dict[str, Any], region: str
+        self,
+        typ: str,
+        name: str,
+        inputs: dict[str, Any],
+        region: str,
+        account: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        acct, part = self.account_id, "aws"
+        acct, part = account or self.account_id, "aws"
         service = _service(typ)
         n = str(inputs.get(_AUTONAME_PROPERTY.get(typ, "name"), name))
         if typ == "aws:sqs/queue:Queue":
@@ -197,17 +205,29 @@ class AwsMocks(pulumi.runtime.Mocks):
         inputs = _strip_unknowns(dict(args.inputs))
         if args.typ == "pulumi:providers:aws" and isinstance(inputs.get("region"), str):
             self._provider_regions[args.name] = inputs["region"]
+        if args.typ == "pulumi:providers:aws":
+            account = _provider_account(inputs, self.account_id)
+            if account != self.account_id:
+                self._provider_accounts[args.name] = account
         if args.custom is False:  # a component: no id, no cloud state
             return "", {}
         outputs = dict(inputs)
         if args.typ == "pulumi:pulumi:StackReference":
-            # Another stack's outputs cannot be read offline: unknown in a preview (callbacks
-            # over them do not run, as for any computed value), absent at `up`.
-            return str(inputs.get("name", args.name)), {
-                "name": inputs.get("name", args.name),
-                "outputs": UNKNOWN_STRING_SENTINEL if self.preview else {},
-                "secretOutputNames": [],
-            }
+            # Another stack's outputs cannot be read offline, and they are that stack's values,
+            # not this one's to judge: unknown in `up` as in a preview (callbacks over them do
+            # not run, as for any computed value), unless an answers file pins them.
+            target = str(inputs.get("name", args.name))
+            pinned = self.answers.stack_outputs(target)
+            found: dict[str, Any] = {"name": target, "secretOutputNames": []}
+            if pinned is not None:
+                found["outputs"] = dict(pinned)
+            else:
+                found["outputs"] = None
+                found[typed.UNKNOWN_FIELDS_KEY] = {
+                    "token": STACK_REFERENCE_TYPE,
+                    "fields": {"outputs": "unknown"},
+                }
+            return target, found
         if args.resource_id and args.typ == "aws:sqs/queue:Queue" and "name" not in outputs:
             outputs["name"] = args.resource_id.rstrip("/").rsplit("/", 1)[-1]
         name_prop = _AUTONAME_PROPERTY.get(args.typ) or (
@@ -242,6 +262,16 @@ class AwsMocks(pulumi.runtime.Mocks):
         if UNKNOWN_STRING_SENTINEL in resource_id:
             resource_id = ""  # named by an unknown: its id is unknown too
         return resource_id, {**computed, **outputs, "id": resource_id}
+
+    def _account_for(self, provider_ref: str | None) -> str | None:
+        """The account an explicit provider acts in (None: not known offline), else the
+        stack's."""
+        if provider_ref:
+            urn = provider_ref.rsplit("::", 1)[0]
+            name = urn.rsplit("::", 1)[-1]
+            if name in self._provider_accounts:
+                return self._provider_accounts[name]
+        return self.account_id
 
     def _region_for(self, provider_ref: str | None, inputs: Mapping[str, Any] | None = None) -> str:
         """pulumi-aws v7's per-resource `region` argument, else the explicit provider's region
@@ -278,7 +308,13 @@ class AwsMocks(pulumi.runtime.Mocks):
         unknown_args = any(_contains_unknown(v) for v in given.values())
         generic = typed.invoke_result(token, ctx, {} if unknown_args else given)
         placeholders = typed.invoke_placeholders(token, ctx) or {}
-        specific = None if unknown_args else self._specific_invoke_result(token, given, region)
+        specific = (
+            None
+            if unknown_args
+            else self._specific_invoke_result(
+                token, given, region, self._account_for(args.provider)
+            )
+        )
         answered = None if unknown_args else self.answers.answered(token, given)
         if generic is None and specific is None and answered is None:
             # No result type to answer from: not an answer to invent (fail closed).
@@ -313,11 +349,19 @@ class AwsMocks(pulumi.runtime.Mocks):
         return result
 
     def _specific_invoke_result(
-        self, token: str, given: dict[str, Any], region: str
+        self, token: str, given: dict[str, Any], region: str, account: str | None = None
     ) -> dict[str, Any] | None:
-        """The fields a data source's answer is known by: a function of the stack's region and
-        account (the offline account every fabricated ARN uses) and of the arguments."""
-        acct = self.account_id
+        """The fields a data source's answer is known by: a function of the region and account
+        of the provider the invoke goes through (the stack's: the offline account every
+        fabricated ARN uses) and of the arguments. Through a provider whose account is not
+        known offline (a profile, an assumed role whose ARN is computed), what depends on the
+        account is a value only the cloud knows: a queue another account owns, looked up by
+        name, is not taken for one of this stack's."""
+        if account is None:
+            if token in _ACCOUNT_BOUND_INVOKES or token in _LOOKUPS_BY_NAME:
+                return None
+            account = self.account_id
+        acct = account
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": acct,
@@ -360,10 +404,58 @@ class AwsMocks(pulumi.runtime.Mocks):
         if lookup is not None and name is not None:
             # An existing resource looked up by name: the ARN (and URL) its name gives.
             typ, fields = lookup
-            resource_id, computed = self._identity_outputs(typ, name, {"name": name}, region)
+            resource_id, computed = self._identity_outputs(
+                typ, name, {"name": name}, region, account=acct
+            )
             found = {**computed, "id": resource_id}
             return {k: v for k, v in found.items() if k in fields}
         return None
+
+
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+# Data sources whose answer names the account the caller's credentials act in.
+_ACCOUNT_BOUND_INVOKES = frozenset(
+    {"aws:index/getCallerIdentity:getCallerIdentity", "aws:kms/getAlias:getAlias"}
+)
+
+
+def _provider_account(inputs: Mapping[str, Any], default: str) -> str | None:
+    """The account an explicit AWS provider's credentials act in: the one `allowed_account_ids`
+    names, else the account of the role it assumes; None when its credentials come from
+    elsewhere (a profile, keys, an assumed role whose ARN is not known); `default` (the
+    stack's) when it sets no credentials of its own (a provider for another region)."""
+
+    def parsed(value: Any) -> Any:
+        if isinstance(value, str) and value[:1] in "[{":
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+
+    allowed = parsed(inputs.get("allowedAccountIds"))
+    if isinstance(allowed, list) and len(allowed) == 1 and isinstance(allowed[0], str):
+        return allowed[0]
+    roles = parsed(inputs.get("assumeRoles")) or parsed(inputs.get("assumeRole")) or []
+    roles = roles if isinstance(roles, list) else [roles]
+    web = parsed(inputs.get("assumeRoleWithWebIdentity"))
+    for role in [*roles, web]:
+        arn = role.get("roleArn") if isinstance(role, dict) else None
+        if isinstance(arn, str) and not is_unknown(arn):
+            parts = arn.split(":")
+            return parts[4] if len(parts) > 4 and parts[4].isdigit() else None
+    credentials = (
+        "profile",
+        "accessKey",
+        "sharedCredentialsFiles",
+        "sharedConfigFiles",
+        "assumeRoles",
+        "assumeRole",
+        "assumeRoleWithWebIdentity",
+    )
+    if any(inputs.get(k) for k in credentials):
+        return None
+    return default
 
 
 # Data sources whose whole answer follows from the configuration and the arguments.

@@ -6,7 +6,11 @@ program's own packages, e.g. a provider SDK this checker does not ship).
 ``load_stack_config(project, stack)`` merges the defaults with the stack file's ``config:``
 (keys without a namespace belong to the project; structured values are JSON-encoded as the CLI
 hands them to programs; ``secure:`` values cannot be decrypted offline, so they become
-``SECRET_PLACEHOLDER`` and are marked secret).
+``SECRET_PLACEHOLDER`` and are marked secret). A key `Pulumi.yaml` declares ``secret: true``
+whose value is plaintext (in the stack file, or a project default) is refused as the Pulumi CLI
+refuses it ("Stack '<stack>' with configuration key '<key>' must be encrypted as it's
+secret", pulumi/sdk `workspace` config validation): `ConfigRefusedError`, exit 3, naming the
+key and never the value.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from .errors import ProgramError
+from .config_lines import SECRET_SHOWN, locate
+from .errors import ConfigRefusedError, ProgramError
 
 SECRET_PLACEHOLDER = "[secret: encrypted in the stack file, not decrypted offline]"
 DEFAULT_ACCOUNT_ID = "123456789012"
@@ -36,6 +41,8 @@ class ProjectSpec:
     # site-packages of the program's own virtualenv (Pulumi.yaml `runtime.options.virtualenv`,
     # else a `venv/` or `.venv/` beside Pulumi.yaml): searched after the checker's own packages.
     package_paths: list[Path] = field(default_factory=list)
+    # Fully qualified keys `Pulumi.yaml` declares `secret: true`: their value must be encrypted.
+    secret_declared: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ def load_project(project_dir: str | os.PathLike[str]) -> ProjectSpec:
     if not main.is_file():
         raise ProgramError(f"{project_file}: program {main} does not exist")
     defaults: dict[str, Any] = {}
+    secret: set[str] = set()
     schema = doc.get("config") or {}
     if not isinstance(schema, dict):
         raise ProgramError(f"{project_file}: `config` must be a mapping")
@@ -93,9 +101,18 @@ def load_project(project_dir: str | os.PathLike[str]) -> ProjectSpec:
             defaults[_qualify(key, name)] = spec.get("default", spec.get("value"))
         elif not isinstance(spec, dict):
             defaults[_qualify(key, name)] = spec  # short form `key: value`
+        if isinstance(spec, dict) and spec.get("secret") is True:
+            secret.add(_qualify(key, name))
     options = runtime.get("options") if isinstance(runtime, dict) else None
     venv_option = options.get("virtualenv") if isinstance(options, dict) else None
-    return ProjectSpec(directory, name, main, defaults, _venv_site_packages(directory, venv_option))
+    return ProjectSpec(
+        directory,
+        name,
+        main,
+        defaults,
+        _venv_site_packages(directory, venv_option),
+        frozenset(secret),
+    )
 
 
 def _venv_site_packages(directory: Path, venv_option: Any) -> list[Path]:
@@ -111,7 +128,10 @@ def _venv_site_packages(directory: Path, venv_option: Any) -> list[Path]:
 
 
 def load_stack_config(project: ProjectSpec, stack: str) -> StackConfig:
+    """The stack's configuration as the CLI hands it to the program; raises ConfigRefusedError
+    for a plaintext value of a key `Pulumi.yaml` declares secret, as the CLI refuses it."""
     values = {k: _config_string(v) for k, v in project.config_defaults.items()}
+    plaintext = {k for k in project.config_defaults if k in project.secret_declared}
     secret_keys: list[str] = []
     stack_file = project.directory / f"Pulumi.{stack}.yaml"
     if stack_file.exists():
@@ -127,6 +147,28 @@ def load_stack_config(project: ProjectSpec, stack: str) -> StackConfig:
             if isinstance(value, dict) and set(value) == {"secure"}:
                 values[qualified] = SECRET_PLACEHOLDER
                 secret_keys.append(qualified)
+                plaintext.discard(qualified)
             else:
                 values[qualified] = _config_string(value)
+                if qualified in project.secret_declared:
+                    plaintext.add(qualified)
+    if plaintext:
+        _refuse_plaintext_secret(project, stack, sorted(plaintext)[0], stack_file)
     return StackConfig(values, secret_keys)
+
+
+def _refuse_plaintext_secret(project: ProjectSpec, stack: str, key: str, stack_file: Path) -> None:
+    """The CLI's refusal of a plaintext value for a key declared secret, located at the key's
+    line in the stack file (else at its default in `Pulumi.yaml`); the value is never shown."""
+    local = key.split(":", 1)[1] if key.startswith(f"{project.name}:") else key
+    file, line = locate(project.directory, project.name, stack, key)
+    raise ConfigRefusedError(
+        key,
+        SECRET_SHOWN,
+        f"Stack '{stack}' with configuration key '{local}' must be encrypted as it's secret "
+        f"(Pulumi.yaml declares it `secret: true`): set it with `pulumi config set --secret "
+        f"{local} <value>`, which writes a `secure:` value to {stack_file.name}",
+        file=file,
+        line=line,
+        stack=stack,
+    )

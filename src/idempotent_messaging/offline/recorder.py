@@ -366,6 +366,13 @@ class RecordingMonitor(MockMonitor):
                     if key in outputs.fields:
                         del outputs[key]
                 del outputs[typed.PLACEHOLDERS_KEY]
+        if typed.UNKNOWN_FIELDS_KEY in outputs.fields:
+            # Fields the offline engine cannot know (another stack's outputs): unknown, as the
+            # program saw them.
+            spec = json_format.MessageToDict(outputs[typed.UNKNOWN_FIELDS_KEY])
+            for key in spec.get("fields") or {}:
+                outputs[key] = UNKNOWN_STRING_SENTINEL
+            del outputs[typed.UNKNOWN_FIELDS_KEY]
         collapse_unknown_strings(outputs)
         if read:
             # `Resource.get` reads an existing resource whose settings only the cloud knows:

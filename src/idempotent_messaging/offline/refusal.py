@@ -17,22 +17,19 @@ the offline placeholder of one, is shown as ``[secret]``.
 from __future__ import annotations
 
 import os
-import re
 import traceback
 from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 
+from .config_lines import SECRET_SHOWN, locate, segments, walk
 from .errors import ConfigRefusedError, ProgramError
 from .project import SECRET_PLACEHOLDER, ProjectSpec, _qualify, load_project, load_stack_config
 from .recorder import EngineCallError
 
-SECRET_SHOWN = "[secret]"
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # idempotent_messaging/
 _PULUMI_DIR = str(Path(pulumi.__file__).resolve().parent)
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def _argument_error_shape(exc: BaseException) -> bool:
@@ -73,102 +70,12 @@ def _program_frame(exc: BaseException, project: ProjectSpec) -> tuple[str | None
     return found
 
 
-def segments(path: str) -> list[str | int]:
-    """``consumers.orders.alarmEmails[0]`` -> ``["consumers", "orders", "alarmEmails", 0]``."""
-    out: list[str | int] = []
-    for name, index in _SEGMENT.findall(path):
-        out.append(int(index) if index else name)
-    return out
-
-
-def _child(node: Any, key: str | int) -> tuple[Any, int] | None:
-    """(value node, 1-based line of the key) of `key` in a YAML mapping / sequence node."""
-    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v, k.start_mark.line + 1
-    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-        item = node.value[key]
-        return item, item.start_mark.line + 1
-    return None
-
-
-def _walk(file: Path, project: str, parts: list[str | int], defaults: bool) -> tuple[int, int]:
-    """(how many parts matched, line of the deepest match) under `config:` of `file`; in
-    Pulumi.yaml (`defaults`) a key's value sits under its `default:` / `value:` when given."""
-    try:
-        root = yaml.compose(file.read_text())
-    except (OSError, yaml.YAMLError):
-        return 0, 0
-    config = _child(root, "config")
-    if config is None:
-        return 0, 0
-    node, line = config
-    if not parts or not isinstance(parts[0], str):
-        return 0, line
-    first = parts[0]
-    local = first.split(":", 1)[1] if first.startswith(f"{project}:") else first
-    names = (
-        [first]
-        if ":" in first and not first.startswith(f"{project}:")
-        else [
-            f"{project}:{local}",
-            local,
-        ]
-    )
-    hit = next((h for n in names if (h := _child(node, n)) is not None), None)
-    if hit is None:
-        return 0, line
-    node, line = hit
-    matched = 1
-    if defaults and isinstance(node, yaml.MappingNode):
-        for key in ("default", "value"):
-            inner = _child(node, key)
-            if inner is not None:
-                node = inner[0]
-                break
-    for part in parts[1:]:
-        hit = _child(node, part)
-        if hit is None:
-            break
-        node, line = hit
-        matched += 1
-    return matched, line
-
-
-def locate(project: ProjectSpec, stack: str, path: str | None) -> tuple[str | None, int | None]:
-    """Where the value at `path` is set: `Pulumi.<stack>.yaml`, else `Pulumi.yaml` (its
-    default), else (None, None). A partial match (a required key that is absent) points at
-    the deepest key that is there."""
-    parts = segments(path) if path else []
-    stack_file = project.directory / f"Pulumi.{stack}.yaml"
-    project_file = next(
-        (
-            project.directory / n
-            for n in ("Pulumi.yaml", "Pulumi.yml")
-            if (project.directory / n).exists()
-        ),
-        None,
-    )
-    candidates = [(stack_file, False)] + ([(project_file, True)] if project_file else [])
-    best: tuple[int, str | None, int | None] = (0, None, None)
-    for file, defaults in candidates:
-        if not file.exists() or not parts:
-            continue
-        matched, line = _walk(file, project.name, parts, defaults)
-        if matched == len(parts):
-            return str(file), line
-        if matched > best[0]:
-            best = (matched, str(file), line)
-    return best[1], best[2]
-
-
 def _config_line(project: ProjectSpec, stack: str) -> tuple[str | None, int | None]:
     """The stack file's `config:` line (where an absent key is added), else the file."""
     stack_file = project.directory / f"Pulumi.{stack}.yaml"
     if not stack_file.exists():
         return None, None
-    _, line = _walk(stack_file, project.name, [], False)
+    _, line = walk(stack_file, project.name, [], False)
     return str(stack_file), line or None
 
 
@@ -198,7 +105,7 @@ def refusal_of(
     try:
         project = load_project(project_dir)
         secret_keys = set(load_stack_config(project, stack).secret_keys)
-    except ProgramError:
+    except (ProgramError, ConfigRefusedError):
         return None
 
     def secret(path: str | None) -> bool:
@@ -213,7 +120,7 @@ def refusal_of(
     if _argument_error_shape(original):
         argument: Any = original
         path = str(argument.path)
-        file, line = locate(project, stack, path)
+        file, line = locate(project.directory, project.name, stack, path)
         return ConfigRefusedError(
             path,
             _scrub(argument.value, secret(path)),
@@ -242,7 +149,7 @@ def refusal_of(
         )
     if isinstance(original, pulumi.ConfigTypeError):
         key = original.key
-        file, line = locate(project, stack, key)
+        file, line = locate(project.directory, project.name, stack, key)
         return ConfigRefusedError(
             key,
             _scrub(original.value, secret(key)),

@@ -39,14 +39,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..rules.pack import PACK_NAME, POLICIES
 from .analyzer import RuleError, Violation, pack_version
 from .errors import ConfigRefusedError
+from .fixes import keyword_fix
 from .plan import PLAN_DESCRIPTION, PLAN_POLICY, PLAN_REMEDIATION
 from .project import STACK_TYPE
 from .recorder import RecordedResource
+from .remediation import Remediation
 from .runner import ProgramRun
 from .statefile import PlannedChange
 
@@ -96,6 +99,10 @@ class Report:
     destroy: bool = False
     # What was checked: a program run, a preview document (`--state`), or a stack export.
     source: str = "program"
+    # What the pack's remediations changed before the check (rules at level `remediate`).
+    remediations: list[Remediation] = field(default_factory=list)
+    # The repository root SARIF paths are relative to (where `fixes` read the program).
+    root: Path | None = None
 
     @property
     def unexpanded(self) -> list[RecordedResource]:
@@ -115,6 +122,7 @@ class Report:
                     self.rule_errors,
                     changes=self.changes,
                     destroy=self.destroy,
+                    remediations=self.remediations,
                 ),
                 indent=2,
             )
@@ -123,10 +131,23 @@ class Report:
             # replaces the program check's of the same stack (runs[].automationDetails.id).
             kind = {"preview": "plan", "export": "state"}.get(self.source)
             return json.dumps(
-                to_sarif(self.run, self.violations, self.rule_errors, category=kind), indent=2
+                to_sarif(
+                    self.run,
+                    self.violations,
+                    self.rule_errors,
+                    category=kind,
+                    remediations=self.remediations,
+                    root=self.root,
+                ),
+                indent=2,
             )
         return to_text(
-            self.run, self.violations, self.rule_errors, changes=self.changes, destroy=self.destroy
+            self.run,
+            self.violations,
+            self.rule_errors,
+            changes=self.changes,
+            destroy=self.destroy,
+            remediations=self.remediations,
         )
 
 
@@ -207,6 +228,7 @@ def to_json(
     *,
     changes: Sequence[PlannedChange] | None = None,
     destroy: bool = False,
+    remediations: Sequence[Remediation] = (),
 ) -> dict[str, Any]:
     code = exit_code(violations)
     out: dict[str, Any] = {
@@ -217,6 +239,7 @@ def to_json(
         "violations": [v.to_dict() for v in violations],
         "unexpanded_components": _unexpanded_dicts(run),
         "rule_errors": [e.to_dict() for e in rule_errors or []],
+        "remediations": [r.to_dict() for r in remediations],
     }
     if changes:
         out["plan"] = _plan_json(changes, destroy)
@@ -240,6 +263,7 @@ def to_text(
     *,
     changes: Sequence[PlannedChange] | None = None,
     destroy: bool = False,
+    remediations: Sequence[Remediation] = (),
 ) -> str:
     mode = "preview" if run.preview else "up"
     lines = [
@@ -253,7 +277,7 @@ def to_text(
     for v in sorted(
         violations, key=lambda v: (order.get(v.enforcement, 2), v.file or "", v.line or 0)
     ):
-        where = f"{v.file}:{v.line}" if v.file else "<no source position>"
+        where = (f"{v.file}:{v.line}" if v.line else v.file) if v.file else "<no source position>"
         lines.append(f"{where}: [{v.enforcement}] {v.policy}: {v.type} '{v.name}'")
         if v.component_file:
             lines.append(f"    (component instantiated at {v.component_file}:{v.component_line})")
@@ -263,14 +287,30 @@ def to_text(
         lines.append(f"{where}: [not checked] {r.type} '{r.name}': {UNEXPANDED_NOTE}")
     for e in rule_errors or []:
         lines.append(f"[rule error] {e.policy} ({e.enforcement}) on {e.urn}: {e.error}")
+    for fix in remediations:
+        at = (f"{fix.file}:{fix.line}" if fix.line else fix.file) if fix.file else "<no position>"
+        lines.append(
+            f"{at}: [remediated] {fix.policy}: {fix.type} '{fix.name}': {fix.property} "
+            f"{_shown(fix.before)} -> {_shown(fix.after)}"
+        )
     mandatory = sum(1 for v in violations if v.enforcement in BLOCKING_LEVELS)
     unchecked = len(unexpanded_components(run))
     lines.append(
         f"{mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
         + ("" if mandatory else ": OK")
         + (f" ({unchecked} remote component(s) not expanded: NOT checked)" if unchecked else "")
+        + (
+            f"; {len(remediations)} property change(s) remediated by the pack before the check"
+            if remediations
+            else ""
+        )
     )
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    """A property value in a report line: absent, or compact JSON."""
+    return "(absent)" if value is None else json.dumps(value)
 
 
 def _location(file: str | None, line: int | None, message: str | None = None) -> dict[str, Any]:
@@ -354,6 +394,8 @@ def to_sarif(
     rule_errors: list[RuleError] | None = None,
     *,
     category: str | None = None,
+    remediations: Sequence[Remediation] = (),
+    root: Path | None = None,
 ) -> dict[str, Any]:
     """`category` (default: the mode, `up` or `preview`) ends the automation id
     `policy/<stack>/<category>/`: `plan` for a preview document, `state` for an export."""
@@ -375,6 +417,8 @@ def to_sarif(
                 }
             ]
         results.append(result)
+    for r in remediations:
+        results.append(_remediation_result(r, run.stack, root))
     notifications = [
         {
             "level": "warning",
@@ -395,6 +439,36 @@ def to_sarif(
     ]
     category = category or ("preview" if run.preview else "up")
     return _sarif(f"policy/{run.stack}/{category}/", results, notifications)
+
+
+def _remediation_result(r: Remediation, stack: str, root: Path | None) -> dict[str, Any]:
+    """A remediated finding: a note at the resource's line, with the program change that keeps
+    it (`fixes`) where the source shows the property plainly."""
+    change = f"{r.property} {_shown(r.before)} -> {_shown(r.after)}"
+    result: dict[str, Any] = {
+        "ruleId": r.policy,
+        "level": "note",
+        "message": {
+            "text": f"{r.type} '{r.name}' (stack {stack}): remediated by the pack: {change}. "
+            f"Set it in the program to keep it without the remediation."
+        },
+        "locations": [_location(r.file, r.line)] if r.file else [],
+        "partialFingerprints": {"resourceUrn": r.urn, "remediatedProperty": r.property},
+        "properties": {
+            "urn": r.urn,
+            "remediated": True,
+            "property": r.property,
+            "before": r.before,
+            "after": r.after,
+            "stack": stack,
+        },
+    }
+    fix = keyword_fix(
+        r.file, root or Path.cwd(), r.line, r.name, r.property, r.after, f"set {change}"
+    )
+    if fix is not None:
+        result["fixes"] = [fix]
+    return result
 
 
 def refused_sarif(refused: ConfigRefusedError) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import gc
 import importlib.util
 import os
 import runpy
@@ -83,8 +82,7 @@ class ProgramRun:
     config: StackConfig
     resources: list[RecordedResource]
     stack_outputs: dict[str, Any] = field(default_factory=dict)
-    # Other stacks' outputs were unknown (always in a preview; at `up` only when the program
-    # failed on them being absent and was run again).
+    # Some other stack's outputs were unknown (a StackReference no answers file pins).
     stack_outputs_unknown: bool = False
 
     @property
@@ -282,13 +280,37 @@ def _program_failure(
     )
 
 
-def _unknown_stack_output(self: pulumi.StackReference, name: Any) -> pulumi.Output[Any]:
-    loop = asyncio.get_event_loop()
-    value, known, secret = loop.create_future(), loop.create_future(), loop.create_future()
-    value.set_result(None)
-    known.set_result(False)
-    secret.set_result(False)
-    return pulumi.Output({self}, value, known, secret)
+def _stack_output(self: pulumi.StackReference, name: Any) -> pulumi.Output[Any]:
+    """`get_output` / `require_output` offline: the pinned value of another stack's output
+    (answers file `stack_references:`), else unknown, in `up` as in a preview, never None.
+
+    A value another stack owns is not this stack's to judge, and taking it for absent would
+    judge the AWS default instead (a visibility timeout "of 30 s" the other stack never set)."""
+
+    async def pick() -> tuple[Any, bool]:
+        key = await pulumi.Output.from_input(name).future()
+        outputs = await self.outputs.future() if await self.outputs.is_known() else None
+        if isinstance(outputs, dict) and key in outputs:
+            return outputs[key], True
+        return None, False
+
+    picked = asyncio.ensure_future(pick())
+
+    async def value() -> Any:
+        return (await picked)[0]
+
+    async def known() -> bool:
+        return (await picked)[1]
+
+    async def secret() -> bool:
+        return False
+
+    return pulumi.Output(
+        {self},
+        asyncio.ensure_future(value()),
+        asyncio.ensure_future(known()),
+        asyncio.ensure_future(secret()),
+    )
 
 
 @dataclass
@@ -320,17 +342,13 @@ def _execute(
     preview: bool,
     config: Mapping[str, str],
     secret_keys: Iterable[str] = (),
-    unknown_stack_outputs: bool = True,
     provenance: Provenance | None = None,
 ) -> None:
     """Run `body` as a Pulumi program in a fresh context, against `monitor`."""
     provenance = provenance if provenance is not None else Provenance()
     # Another stack's outputs cannot be read offline: `require_output` must not fail the
-    # program for that. They are unknown (callbacks over them do not run), or, when
-    # `unknown_stack_outputs` is False, absent (None).
-    get_output = (
-        _unknown_stack_output if unknown_stack_outputs else pulumi.StackReference.get_output
-    )
+    # program for that. They are unknown (callbacks over them do not run) unless pinned.
+    get_output = _stack_output
 
     def execute() -> None:
         unknowns.HANDED.set(provenance.handed)
@@ -402,15 +420,10 @@ def run_program(
             run_name="__main__",
         )
 
-    monitors: list[RecordingMonitor] = []
     provenance = Provenance()
-
-    def attempt(unknown_stack_outputs: bool) -> RecordingMonitor:
-        nonlocal provenance
-        provenance = Provenance()
-        monitor = RecordingMonitor(effective, preview=preview)
-        monitor.program_dir = project.directory
-        monitors.append(monitor)
+    monitor = RecordingMonitor(effective, preview=preview)
+    monitor.program_dir = project.directory
+    try:
         with _program_environment(project, package_paths):
             _execute(
                 program,
@@ -421,36 +434,8 @@ def run_program(
                 preview=preview,
                 config=config.values,
                 secret_keys=config.secret_keys,
-                unknown_stack_outputs=unknown_stack_outputs,
                 provenance=provenance,
             )
-        return monitor
-
-    # At `up`, another stack's outputs are absent (None), so callbacks over them run and what
-    # they build is checked; a program whose callbacks cannot take None is run again with
-    # those outputs unknown (as in a preview), when the mocks are ours to re-run.
-    unknown_stack_outputs = preview
-    retry_note: str | None = None
-    try:
-        try:
-            monitor = attempt(unknown_stack_outputs)
-        except BaseException as exc:
-            retryable = not (isinstance(exc, (KeyboardInterrupt, ProgramError)) or preview or mocks)
-            if not retryable or not any(
-                r.type == STACK_REFERENCE_TYPE for r in monitors[-1].recorded
-            ):
-                raise
-            retry_note = f"{type(exc).__name__}: {exc}"
-        if retry_note is not None:
-            # Outside the handler, so the failed run's frames (and its futures) can be freed.
-            print(
-                f"note: {project.main} failed on absent stack reference outputs "
-                f"({retry_note}); run again with them unknown",
-                file=sys.stderr,
-            )
-            _forget_failed_attempt()
-            unknown_stack_outputs = True
-            monitor = attempt(unknown_stack_outputs)
     except ProgramError:
         raise
     except BaseException as exc:
@@ -460,6 +445,7 @@ def run_program(
     for note in provenance.notes(project.directory):
         print(note, file=sys.stderr)
     _link_components(monitor.recorded, project.directory)
+    pinned = base.answers if isinstance(base, AwsMocks) else Answers()
     return ProgramRun(
         project,
         stack,
@@ -467,7 +453,10 @@ def run_program(
         config,
         monitor.recorded,
         monitor.stack_outputs,
-        stack_outputs_unknown=unknown_stack_outputs,
+        stack_outputs_unknown=any(
+            r.type == STACK_REFERENCE_TYPE and pinned.stack_outputs(r.id or r.name) is None
+            for r in monitor.recorded
+        ),
     )
 
 
@@ -480,16 +469,6 @@ def _cancel_pending_tasks() -> None:
         task.cancel()
     if pending and not loop.is_running():
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-
-
-def _forget_failed_attempt() -> None:
-    """Mark the failed run's futures as handled: the failure was handled by running again,
-    and a future that still holds an unretrieved exception logs "exception was never
-    retrieved" from its finalizer whenever the collector happens to free it."""
-    gc.collect()
-    for obj in gc.get_objects():
-        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
-            obj.exception()  # marks the exception as retrieved
 
 
 @contextlib.contextmanager

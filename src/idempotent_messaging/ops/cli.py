@@ -325,7 +325,7 @@ def cmd_redrive(args: argparse.Namespace) -> int:
         dedup_window=args.dedup_window,
         dry_run=args.dry_run,
         probe=probe,
-        log=(lambda line: print(line, file=sys.stderr)) if not args.json else (lambda _l: None),
+        log=lambda line: print(line, file=sys.stderr),  # progress: never on stdout
     )
     if args.json:
         print(json.dumps(vars(report), indent=2))
@@ -355,15 +355,24 @@ def cmd_purge(args: argparse.Namespace) -> int:
         url = _url(sqs, consumer.queue_url, consumer.queue_arn)
     depth = dlq.queue_depth(sqs, url).get("ApproximateNumberOfMessages", 0)
     name = url.rstrip("/").rsplit("/", 1)[-1]
+    document = {"queue": name, "url": url, "visible_before": depth, "purged": False}
     if not args.yes:
         if not sys.stdin.isatty():
             raise OpsError("purge needs confirmation: run it in a terminal or pass --yes")
-        answer = input(f"purge {depth} visible message(s) from {name}? type the queue name: ")
-        if answer.strip() != name:
-            print("not confirmed: nothing purged")
+        prompt = f"purge {depth} visible message(s) from {name}? type the queue name: "
+        if args.json:  # stdout carries the JSON document alone
+            print(prompt, end="", file=sys.stderr, flush=True)
+            prompt = ""
+        if input(prompt).strip() != name:
+            if args.json:
+                print(json.dumps(document, indent=2))
+            print("not confirmed: nothing purged", file=sys.stderr if args.json else sys.stdout)
             return 1
     dlq.purge(sqs, url)
-    print(f"purged {name} ({depth} visible message(s) before the purge)")
+    if args.json:
+        print(json.dumps({**document, "purged": True}, indent=2))
+    else:
+        print(f"purged {name} ({depth} visible message(s) before the purge)")
     return 0
 
 

@@ -75,8 +75,9 @@ def run_month_in_emulator(
 
     The emulator is this repository's development tooling (moto, the Pulumi engine under
     mocks); this CLI works against real AWS and never imports it, so it runs the emulator as
-    a program, as `--stack` runs the `pulumi` CLI. Returns 0, or 2 when the run failed (the
-    child has printed why on stderr)."""
+    a program, as `--stack` runs the `pulumi` CLI. The child's stdout (its result document, as
+    JSON) is relayed to ``out``; its progress and errors go to stderr, which it shares.
+    Returns 0, or 2 when the run failed (the child has printed why on stderr)."""
     validate_month(month)
     if importlib.util.find_spec("moto") is None:
         raise OpsError(

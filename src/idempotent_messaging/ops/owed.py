@@ -22,13 +22,13 @@ table; for claims in business items, the consumer's state table, ``--state-table
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from idempotent_messaging.runtime import env as runtime_env
 from idempotent_messaging.runtime.claims import published_status
+from idempotent_messaging.runtime.notify import dedup_id, notification_group_id
 
 
 @dataclass(frozen=True)
@@ -223,11 +223,11 @@ def republish(
         }
     if topic_arn.endswith(".fifo"):
         # The runtime's dedup id for this event (runtime/notify.py), so a publish the
-        # runtime already made within SNS's 5-minute window is not delivered twice.
-        request["MessageGroupId"] = claim.event_id
-        request["MessageDeduplicationId"] = hashlib.sha256(
-            claim.event_id.encode("utf-8")
-        ).hexdigest()
+        # runtime already made within SNS's 5-minute window is not delivered twice. The claim
+        # keeps no source group: the group is the event's (its id, or its hash when SNS would
+        # refuse the id), as from a standard source.
+        request["MessageGroupId"] = notification_group_id(claim.event_id, None)
+        request["MessageDeduplicationId"] = dedup_id(claim.event_id)
     message_id = str(sns.publish(**request)["MessageId"])
     # A redrive may have published and marked it meanwhile: then nothing is left to do.
     with contextlib.suppress(dynamodb.exceptions.ConditionalCheckFailedException):

@@ -1,4 +1,6 @@
-"""What a rule is: its check and, beside it, its name, description, level, remediation, schema.
+"""What a rule is: its check and, beside it, its name, description, level, remediation, schema,
+the AWS rule it enforces, the AWS defaults it applies to absent properties, and what it does
+NOT cover (each boundary named with the test that shows it).
 
 A rule module declares rules with the `stack_rule` / `resource_rule` decorators; `policy.pack`
 finds every `Rule` in the modules of `policy.rules` and turns it into a pulumi-policy policy.
@@ -12,12 +14,28 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Finding = tuple[str, str]  # (urn the violation is attached to, message)
+# A remediation: (resource type, the resource's inputs as the engine hands them to a policy
+# pack (unknown values as the engine's sentinels, secrets wrapped), config) -> the resource's
+# new inputs, or None when this rule has nothing it may change on it.
+Remedy = Callable[[str, dict[str, Any], Mapping[str, Any]], dict[str, Any] | None]
 StackCheck = Callable[..., list[Finding]]  # (graph, config) -> findings
 ResourceCheck = Callable[..., list[str]]  # (type, props, name, config) -> messages
 Level = Literal["mandatory", "advisory"]
 
 MANDATORY: Level = "mandatory"
 ADVISORY: Level = "advisory"
+
+
+BOUNDARY_TESTS = "tests/policy/test_rule_boundaries.py"
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A case the rule does NOT cover, said in one sentence, and the test of `BOUNDARY_TESTS`
+    (a function name) that shows the rule staying silent there."""
+
+    text: str
+    test: str
 
 
 @dataclass(frozen=True)
@@ -29,6 +47,18 @@ class Rule:
     kind: Literal["stack", "resource"]
     check: Callable[..., list[Any]]
     config_schema: Mapping[str, Mapping[str, Any]] | None = None
+    # The AWS rule the check enforces, with the document (and section) that states it.
+    enforces: str = ""
+    # The AWS defaults the check applies to an absent property (an absent property is never a
+    # missing setting by itself: AWS applies its default, and the check judges that value).
+    defaults: str = ""
+    # What the rule does NOT cover, each with the test that shows the boundary.
+    boundaries: tuple[Boundary, ...] = ()
+    # The fix the pack applies itself when the rule's enforcement level is `remediate` (one
+    # resource's inputs, as CrossGuard remediates), and what it sets, for the catalogue; a rule
+    # without `remedy` may still say in `remedies` why it cannot remediate.
+    remedy: Remedy | None = None
+    remedies: str = ""
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.check(*args)
@@ -50,11 +80,30 @@ def stack_rule(
     level: Level,
     remediation: str,
     schema: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    enforces: str = "",
+    defaults: str = "",
+    boundaries: tuple[Boundary, ...] = (),
+    remedy: Remedy | None = None,
+    remedies: str = "",
 ) -> Callable[[StackCheck], Rule]:
     """Declare a stack rule: `check(graph, config) -> [(urn, message)]`."""
 
     def wrap(check: StackCheck) -> Rule:
-        return Rule(name, description, level, remediation, "stack", check, schema)
+        return Rule(
+            name,
+            description,
+            level,
+            remediation,
+            "stack",
+            check,
+            schema,
+            enforces=enforces,
+            defaults=defaults,
+            boundaries=boundaries,
+            remedy=remedy,
+            remedies=remedies,
+        )
 
     return wrap
 
@@ -65,10 +114,29 @@ def resource_rule(
     level: Level,
     remediation: str,
     schema: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    enforces: str = "",
+    defaults: str = "",
+    boundaries: tuple[Boundary, ...] = (),
+    remedy: Remedy | None = None,
+    remedies: str = "",
 ) -> Callable[[ResourceCheck], Rule]:
     """Declare a resource rule: `check(resource_type, props, name, config) -> [message]`."""
 
     def wrap(check: ResourceCheck) -> Rule:
-        return Rule(name, description, level, remediation, "resource", check, schema)
+        return Rule(
+            name,
+            description,
+            level,
+            remediation,
+            "resource",
+            check,
+            schema,
+            enforces=enforces,
+            defaults=defaults,
+            boundaries=boundaries,
+            remedy=remedy,
+            remedies=remedies,
+        )
 
     return wrap

@@ -4,10 +4,14 @@
     python -m idempotent_messaging.rules.catalogue --write docs/policy.md  # rewrite it (make docs)
     python -m idempotent_messaging.rules.catalogue --check docs/policy.md  # exit 1 when stale
 
-The block between the markers holds two tables: every rule (name, level, whether it checks one
-resource or the whole stack, description, remediation) and every configurable threshold (the
-rule's config schema with its defaults). Both come from the `Rule` objects the pack serves, so
-the documentation cannot drift from the pack; a unit test runs the same check.
+The block between the markers holds three tables: every rule (name, level, whether it checks
+one resource or the whole stack, description, remediation steps, and what the pack fixes itself
+at enforcement level `remediate`); per rule, the AWS rule it enforces
+(with the document that states it), the AWS defaults it applies to absent properties, and what
+it does NOT cover (each boundary with the test in `tests/policy/test_rule_boundaries.py` that
+shows it); and every configurable threshold (the rule's config schema with its defaults). All
+come from the `Rule` objects the pack serves, so the documentation cannot drift from the pack;
+a unit test runs the same check.
 
 Standard library only at import time: the pack's rule discovery imports every module of this
 package, so the rules are loaded lazily (`RULES` of `pack`) when a table is rendered.
@@ -67,10 +71,13 @@ def rules() -> list[Rule]:
 
 def rule_table(found: Sequence[Rule]) -> list[str]:
     lines = [
-        _row(("Rule", "Level", "Checks", "What it checks", "Fix")),
-        _row(("---",) * 5),
+        _row(
+            ("Rule", "Level", "Checks", "What it checks", "Fix", "Remediates (level `remediate`)")
+        ),
+        _row(("---",) * 6),
     ]
     for rule in found:
+        remedy = ("Yes: " if rule.remedy is not None else "") + rule.remedies
         lines.append(
             _row(
                 (
@@ -79,6 +86,29 @@ def rule_table(found: Sequence[Rule]) -> list[str]:
                     KINDS.get(rule.kind, rule.kind),
                     rule.description,
                     rule.remediation,
+                    remedy or "No: the fix needs a decision (which queue, topic or value).",
+                )
+            )
+        )
+    return lines
+
+
+def boundary_table(found: Sequence[Rule]) -> list[str]:
+    lines = [
+        _row(("Rule", "AWS rule it enforces", "AWS defaults it applies", "What it does NOT cover")),
+        _row(("---",) * 4),
+    ]
+    for rule in found:
+        not_covered = " ".join(
+            f"({i}) {b.text} [test: `{b.test}`]" for i, b in enumerate(rule.boundaries, 1)
+        )
+        lines.append(
+            _row(
+                (
+                    f"`{rule.name}`",
+                    rule.enforces or "-",
+                    rule.defaults or "-",
+                    not_covered or "-",
                 )
             )
         )
@@ -118,7 +148,14 @@ def render(found: Sequence[Rule] | None = None) -> str:
     configurable = (
         "Thresholds a policy config file can set (every rule also takes `enforcementLevel`):"
     )
-    parts = [START, "", summary, "", *rule_table(found), "", configurable, ""]
+    scope = (
+        "What each rule enforces, from which AWS document; the AWS default it judges when a "
+        "property is absent (an absent property is never a finding by itself); and what it "
+        "does not cover, each boundary shown by the named test of "
+        "`tests/policy/test_rule_boundaries.py`:"
+    )
+    parts = [START, "", summary, "", *rule_table(found), "", scope, "", *boundary_table(found)]
+    parts += ["", configurable, ""]
     parts += [*config_table(found), "", END]
     return "\n".join(parts)
 

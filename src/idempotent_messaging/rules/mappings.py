@@ -1,11 +1,19 @@
 """SQS event source mapping rules: what Lambda rejects at deploy time, and concurrency.
 
-Deploy-time rejections (Lambda CreateEventSourceMapping, "Using Lambda with Amazon SQS"):
-- a batch size above 10 needs a maximum batching window of at least 1 second;
-- a FIFO source takes no batching window and at most 10 records per batch;
-- `DestinationConfig.OnFailure` exists for stream and Kafka sources only, not SQS (the queue's
-  redrive policy plays that part).
-A preview knows these values (they are inputs), so it catches what `up` would fail on.
+Deploy-time rejections (Lambda API reference, CreateEventSourceMapping: each parameter says which
+event sources it is valid for; "Using Lambda with Amazon SQS"):
+- every setting valid for other sources only (`SQS_REFUSED_SETTINGS`): the stream and Kafka
+  settings `DestinationConfig`, `ParallelizationFactor`, `BisectBatchOnFunctionError`,
+  `MaximumRetryAttempts`, `MaximumRecordAgeInSeconds`, `TumblingWindowInSeconds`, the stream
+  position `StartingPosition` / `StartingPositionTimestamp`, and the Kafka, MQ and DocumentDB
+  source settings (the queue's redrive policy plays the part of the failure settings);
+- `ScalingConfig.MaximumConcurrency` outside 2..1000;
+- a batch size above 10 needs a maximum batching window of at least 1 second, which is at most
+  300 s;
+- a FIFO source takes no batching window and at most 10 records per batch.
+A preview knows these values (they are inputs), so it catches what `up` would fail on. A test
+reads the "valid for" scope of every CreateEventSourceMapping parameter from botocore's model of
+the Lambda API and checks `SQS_REFUSED_SETTINGS` against it.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import limits
-from ._base import ADVISORY, MANDATORY, Finding, stack_rule
+from ._base import ADVISORY, MANDATORY, Boundary, Finding, stack_rule
 from .graph import ExternalRef, Graph, Mapping_, Node, as_number, fmt
 from .values import is_unknown
 
@@ -24,6 +32,51 @@ AWS_DEFAULT_SQS_BATCH_SIZE = 10
 # reserved below that throttles the poller's very first invocations ("Using Lambda with
 # Amazon SQS", scaling and concurrency).
 MIN_RESERVED_FOR_SQS = 5
+
+# Mapping property (as pulumi-aws names it on the wire) -> the sources AWS accepts it for
+# (CreateEventSourceMapping). Lambda refuses each of them on an SQS mapping.
+SQS_REFUSED_SETTINGS: dict[str, str] = {
+    "startingPosition": "Kinesis, DynamoDB Streams, DocumentDB and Kafka (a stream position)",
+    "startingPositionTimestamp": "Kinesis, DocumentDB and Kafka (a stream position)",
+    "destinationConfig": "Kinesis, DynamoDB Streams, Amazon MSK and self-managed Kafka",
+    "parallelizationFactor": "Kinesis and DynamoDB Streams only",
+    "bisectBatchOnFunctionError": "Kinesis, DynamoDB Streams, Amazon MSK and self-managed Kafka",
+    "maximumRetryAttempts": "Kinesis, DynamoDB Streams, Amazon MSK and self-managed Kafka",
+    "maximumRecordAgeInSeconds": "Kinesis, DynamoDB Streams, Amazon MSK and self-managed Kafka",
+    "tumblingWindowInSeconds": "Kinesis and DynamoDB Streams only",
+    "topics": "Kafka (the topic to read)",
+    "queues": "Amazon MQ (the broker queue to read)",
+    "selfManagedEventSource": "self-managed Kafka (the brokers)",
+    "selfManagedKafkaEventSourceConfig": "self-managed Kafka",
+    "amazonManagedKafkaEventSourceConfig": "Amazon MSK",
+    "documentDbEventSourceConfig": "DocumentDB",
+}
+
+
+def _set(value: Any) -> bool:
+    """Whether a mapping property is set: the provider reports the unset stream settings of an
+    SQS mapping as 0, "", false, [] or {} in its state, which is no setting (unknown: no
+    evidence either)."""
+    if value is None or is_unknown(value):
+        return False
+    if isinstance(value, dict):
+        return any(_set(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_set(v) for v in value)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return value != ""
+
+
+def _names_a_destination(value: Any) -> bool:
+    """Whether a destination config holds a destination, known or not (an unknown ARN)."""
+    if is_unknown(value):
+        return True
+    if isinstance(value, dict):
+        return any(_names_a_destination(v) for v in value.values())
+    return isinstance(value, str) and value != ""
 
 
 def _value(node: Node, *path: str, default: float) -> Any:
@@ -36,15 +89,68 @@ def _label(m: Mapping_) -> str:
     return f"event source mapping {m.node.label} ({queue})"
 
 
+def _refused_settings(esm: Node) -> list[str]:
+    out = []
+    for prop, valid_for in SQS_REFUSED_SETTINGS.items():
+        declared = _set(esm.get(prop))
+        if prop == "destinationConfig":
+            # A destination computed from an Output (unknown in a preview) is still declared,
+            # whatever spelling of its keys the SDK hands over with the unknown inside.
+            declared = declared or _names_a_destination(esm.get(prop))
+        if declared:
+            out.append(f"sets {prop}, which Lambda accepts for {valid_for}, not for SQS")
+    maximum = as_number(esm.get("scalingConfig", "maximumConcurrency"))
+    if (
+        isinstance(maximum, float)
+        and maximum != 0
+        and not (
+            limits.ESM_MIN_MAXIMUM_CONCURRENCY <= maximum <= limits.ESM_MAX_MAXIMUM_CONCURRENCY
+        )
+    ):
+        out.append(
+            f"sets scaling_config.maximum_concurrency {fmt(maximum)}, outside Lambda's range "
+            f"{limits.ESM_MIN_MAXIMUM_CONCURRENCY}..{limits.ESM_MAX_MAXIMUM_CONCURRENCY}"
+        )
+    return out
+
+
 @stack_rule(
     "sqs-esm-config-valid",
-    "An SQS event source mapping uses only settings Lambda accepts: batch size > 10 needs a "
-    "batching window >= 1 s; FIFO sources take no batching window and batch size <= 10; no "
-    "on-failure destination.",
+    "An SQS event source mapping uses only settings Lambda accepts for SQS: none of the "
+    "stream, Kafka, MQ or DocumentDB settings (starting position, destination config, "
+    "parallelization, bisect, retry attempts, record age, tumbling window, ...); maximum "
+    "concurrency 2..1000; batch size > 10 needs a batching window >= 1 s (at most 300 s); FIFO "
+    "sources take no batching window and batch size <= 10.",
     MANDATORY,
-    "Set maximum_batching_window_in_seconds >= 1 for batches above 10; drop the window and keep "
-    "batch_size <= 10 on FIFO queues; remove destination_config.on_failure (use the queue's "
-    "redrive policy).",
+    "Remove the settings Lambda accepts for other sources only (failed SQS messages go to the "
+    "queue's redrive DLQ); keep maximum_concurrency within 2..1000; set "
+    "maximum_batching_window_in_seconds >= 1 for batches above 10; drop the window and keep "
+    "batch_size <= 10 on FIFO queues.",
+    enforces="Lambda refuses to create the mapping (Lambda API reference, "
+    "CreateEventSourceMapping: each parameter's valid sources; ScalingConfig "
+    "MaximumConcurrency 2..1000; BatchSize above 10 needs MaximumBatchingWindowInSeconds >= 1; "
+    "'Using Lambda with Amazon SQS': FIFO queues take at most 10 records and no batching "
+    "window).",
+    defaults="No batch_size: 10 for SQS; no batching window: 0 s; no maximum concurrency: none. "
+    "Stream settings the provider reports as 0, false or empty for an SQS mapping count as "
+    "unset.",
+    boundaries=(
+        Boundary(
+            "A mapping whose source is unknown (a StackReference output, a preview) and that "
+            "sets a stream-only setting is taken for a stream mapping and not judged.",
+            "test_esm_config_rule_takes_an_unknown_source_with_stream_settings_for_a_stream",
+        ),
+        Boundary(
+            "Settings the provider reports as 0, false or empty for an SQS mapping (its state of "
+            "an unset stream setting).",
+            "test_esm_config_rule_ignores_the_zero_values_the_provider_reports",
+        ),
+        Boundary(
+            "Mappings of other sources (Kinesis, DynamoDB Streams, Kafka, MQ): their settings "
+            "are not checked.",
+            "test_esm_config_rule_ignores_mappings_of_other_sources",
+        ),
+    ),
 )
 def esm_config_valid(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
@@ -52,12 +158,17 @@ def esm_config_valid(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
         if not m.is_sqs:
             continue
         esm = m.node
-        problems: list[str] = []
+        problems: list[str] = _refused_settings(esm)
         batch = _value(esm, "batchSize", default=AWS_DEFAULT_SQS_BATCH_SIZE)
         window_set = esm.get("maximumBatchingWindowInSeconds")
         window = _value(esm, "maximumBatchingWindowInSeconds", default=0)
         fifo = graph.is_fifo(m.queue) if m.queue is not None else None
         known = not is_unknown(batch) and not is_unknown(window)
+        if not is_unknown(window) and window > limits.SQS_MAX_BATCHING_WINDOW_S:
+            problems.append(
+                f"sets a batching window of {fmt(window)} s (at most "
+                f"{limits.SQS_MAX_BATCHING_WINDOW_S})"
+            )
         if fifo is True:
             if not is_unknown(window) and window_set is not None and window > 0:
                 problems.append(
@@ -75,20 +186,17 @@ def esm_config_valid(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
                 f"requires a window of at least 1 s for batches above "
                 f"{limits.SQS_BATCH_SIZE_WITHOUT_WINDOW}"
             )
-        if esm.get("destinationConfig", "onFailure") is not None:
-            problems.append(
-                "sets destination_config.on_failure, which Lambda accepts for stream and Kafka "
-                "sources only (failed SQS messages go to the queue's redrive DLQ)"
-            )
         if problems:
             findings.append(
                 (
                     esm.urn,
                     f"{_label(m)} " + "; ".join(problems) + ". Lambda rejects the mapping, so "
-                    "the deployment fails. Fix: set maximum_batching_window_in_seconds >= 1 for "
-                    "batches above 10 on standard queues; on FIFO queues drop the window and keep "
-                    "batch_size <= 10; remove destination_config.on_failure and give the queue a "
-                    "redrive policy instead.",
+                    "the deployment fails. Fix: remove the settings Lambda accepts for other "
+                    "sources only (failed SQS messages go to the queue's redrive DLQ: give the "
+                    "queue a redrive policy instead of an on-failure destination); keep "
+                    "maximum_concurrency within 2..1000; set maximum_batching_window_in_seconds "
+                    ">= 1 for batches above 10 on standard queues; on FIFO queues drop the "
+                    "window and keep batch_size <= 10.",
                 )
             )
     return findings
@@ -111,6 +219,26 @@ def _sqs_consumers(graph: Graph) -> list[tuple[Mapping_, Node]]:
     "An SQS mapping's maximum concurrency does not exceed its function's reserved concurrency.",
     MANDATORY,
     "Lower scaling_config.maximum_concurrency to the reserved concurrency, or reserve more.",
+    enforces=(
+        "Invocations beyond a function's reserved concurrency are throttled; the SQS "
+        "poller returns their messages to the queue, each receive counting toward "
+        "maxReceiveCount (Lambda Developer Guide, 'Configuring scaling behavior for SQS "
+        "event source mappings')."
+    ),
+    defaults=(
+        "No maximum_concurrency: the poller is not capped by the mapping; no reserved "
+        "concurrency (-1): the function shares the account's pool; either way this rule "
+        "has nothing to compare."
+    ),
+    boundaries=(
+        Boundary(
+            (
+                "A mapping without maximum concurrency on a reserved function, and a capped "
+                "mapping on an unreserved function."
+            ),
+            "test_max_concurrency_rule_needs_both_values",
+        ),
+    ),
 )
 def max_concurrency_within_reserved(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     """The poller keeps receiving up to the mapping's maximum concurrency; invocations beyond
@@ -144,6 +272,17 @@ def max_concurrency_within_reserved(graph: Graph, config: Mapping[str, Any]) -> 
     ADVISORY,
     f"Set reserved_concurrent_executions >= {MIN_RESERVED_FOR_SQS}, or use the mapping's "
     f"maximum_concurrency to limit the consumer.",
+    enforces=(
+        "Lambda's SQS poller starts with five concurrent batches (Lambda Developer Guide, "
+        "'Using Lambda with Amazon SQS', scaling)."
+    ),
+    defaults="No reserved_concurrent_executions (-1): unreserved, not judged.",
+    boundaries=(
+        Boundary(
+            "Functions that reserve no concurrency (they share the account's pool).",
+            "test_reserved_concurrency_rule_ignores_unreserved_functions",
+        ),
+    ),
 )
 def reserved_concurrency_at_least_5(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []

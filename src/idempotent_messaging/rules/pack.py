@@ -31,9 +31,9 @@ from pulumi_policy import (
 from .. import __version__
 from .. import rules as rules_package
 from . import waivers
-from ._base import ResourceCheck, Rule, StackCheck
+from ._base import Remedy, ResourceCheck, Rule, StackCheck
 from .graph import Graph, node_from_policy_resource, protect_of
-from .values import plain, raw_props
+from .values import editable, plain, raw_props
 
 PACK_NAME = "idempotent-messaging"
 PACK_VERSION = __version__
@@ -152,6 +152,69 @@ def _report(
         last.enforcementLevel = proto.ADVISORY
 
 
+def _remediation(name: str, remedy: Remedy) -> Any:
+    """The pulumi-policy remediation of a rule: its remedy over an editable copy of the
+    resource's inputs, never on a resource whose finding a waiver accepts (a waiver keeps the
+    resource as the team declared it). None (no change) when the remedy has nothing to fix,
+    and when it raises: a remediation bug never blocks a deploy, the rule still reports."""
+
+    def remediate(args: ResourceValidationArgs) -> dict[str, Any] | None:
+        try:
+            props = editable(args.props)
+            config = args.get_config() or {}
+            tags = plain(props.get("tags"))
+            if waivers.decide(name, args.urn, args.name, tags, config).waiver is not None:
+                return None
+            return remedy(args.resource_type, props, config)
+        except Exception as exc:
+            _rule_failed(f"remediation {name} on {args.urn}", exc)
+            return None
+
+    return remediate
+
+
+class StackPolicyWithRemediation(StackValidationPolicy, ResourceValidationPolicy):
+    """A stack rule whose fix is one resource's input change: validated over the stack's graph
+    (`AnalyzeStack`), remediated resource by resource (`Remediate`), under one name and one
+    enforcement level, as a team configures it.
+
+    pulumi-policy 1.21 remediates only `ResourceValidationPolicy` instances and validates
+    stacks only with `StackValidationPolicy` ones (its servicer checks `isinstance`), and its
+    `Remediate` ignores any other; so this policy is both. Its resource phase (`Analyze`)
+    validates nothing: the stack phase reports. The two base classes' `__init__` cannot both
+    run (each passes its own positional arguments up the MRO), so this sets the private fields
+    they would set; `tests/policy/test_remediation.py` drives the real servicer (and
+    `test_pack_server.py` the pack's gRPC server) through all four calls to guard it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        validate: Any,
+        remediate: Any,
+        enforcement_level: EnforcementLevel,
+        config_schema: PolicyConfigSchema,
+        remediation_steps: str,
+    ) -> None:
+        Policy.__init__(
+            self,
+            name,
+            description,
+            enforcement_level,
+            config_schema,
+            remediation_steps=remediation_steps,
+        )
+        self._StackValidationPolicy__validate = validate
+        self._ResourceValidationPolicy__validate = None
+        self._ResourceValidationPolicy__remediate = remediate
+
+    def validate(self, args: Any, report_violation: ReportViolation) -> Any:
+        if isinstance(args, StackValidationArgs):
+            return StackValidationPolicy.validate(self, args, report_violation)
+        return None  # the resource phase: the stack phase reports this rule's findings
+
+
 def _stack(
     name: str,
     description: str,
@@ -159,6 +222,7 @@ def _stack(
     level: EnforcementLevel,
     remediation: str,
     schema: Any = None,
+    remedy: Remedy | None = None,
 ) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         try:
@@ -174,6 +238,16 @@ def _stack(
             tags = node.get("tags") if node is not None else None
             _report(report, name, urn, resource, tags, config, message, urn)
 
+    if remedy is not None:
+        return StackPolicyWithRemediation(
+            name,
+            description,
+            validate,
+            _remediation(name, remedy),
+            level,
+            _schema(schema),
+            remediation,
+        )
     return StackValidationPolicy(
         name=name,
         description=description,
@@ -191,6 +265,7 @@ def _resource(
     level: EnforcementLevel,
     remediation: str,
     schema: Any = None,
+    remedy: Remedy | None = None,
 ) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         try:
@@ -210,6 +285,7 @@ def _resource(
         enforcement_level=level,
         config_schema=_schema(schema),
         remediation_steps=remediation,
+        remediate=_remediation(name, remedy) if remedy is not None else None,
     )
 
 
@@ -248,6 +324,7 @@ def to_policy(rule: Rule) -> Policy:
         _LEVELS[rule.level],
         rule.remediation,
         rule.config_schema,
+        rule.remedy,
     )
 
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import limits
-from ._base import ADVISORY, Finding, stack_rule
+from ._base import ADVISORY, Boundary, Finding, stack_rule
 from .graph import QUEUE, TABLE, Graph, Node
 from .tables import idempotency_tables
 from .values import is_unknown
@@ -116,6 +116,20 @@ def stateful_resources(graph: Graph, config: Mapping[str, Any] | None = None) ->
     "retainOnDelete nor the planned operation: the plan check (`idempotent-messaging-check "
     "--state preview.json` on `pulumi preview --json --show-sames`, plan-no-data-loss) is what "
     "sees replacements and deletions.",
+    enforces=(
+        "Pulumi deletes a resource on destroy or replacement unless it is protected "
+        "(Pulumi docs, resource options 'protect' and 'retainOnDelete')."
+    ),
+    defaults="No protect option: unprotected, Pulumi's default.",
+    boundaries=(
+        Boundary(
+            (
+                "retainOnDelete and the planned operation: a policy pack does not see them (the "
+                "plan check does)."
+            ),
+            "test_protection_rule_does_not_see_retain_on_delete",
+        ),
+    ),
 )
 def stateful_resource_protected(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []

@@ -7,6 +7,7 @@ take the AWS default; unknown values (preview) make a rule skip that one check, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from .. import limits
 from ._base import (
     ADVISORY,
     MANDATORY,
+    Boundary,
     Finding,
     number,
     resource_rule,
@@ -23,16 +25,36 @@ from ._base import (
 from ._kms import service_may_use_topic_key
 from .graph import (
     QUEUE,
+    REDRIVE_ALLOW_POLICY,
     REDRIVE_POLICY,
     TOPIC,
+    ExternalRef,
     Graph,
     Mapping_,
     Node,
     as_number,
     fmt,
+    located_at,
+    location_of,
     parse_json,
+    resource_name_from_ref,
 )
 from .values import is_unknown
+
+# Why the pack cannot remediate these itself (catalogue column).
+_VISIBILITY_NOT_REMEDIATED = (
+    "Not by the pack: the fix needs the consumer (its function's timeout and the mapping's "
+    "batching window), which a CrossGuard remediation cannot see: it gets one resource's "
+    "inputs at its registration, before the mapping that links it to its consumer exists, and "
+    "stack policies cannot remediate. The finding gives the value "
+    "(limits.recommended_visibility_timeout)."
+)
+_RETENTION_NOT_REMEDIATED = (
+    "Not by the pack: the DLQ registers before the source queue that names it, and a "
+    "CrossGuard remediation sees one resource's inputs at its registration (stack policies "
+    "cannot remediate); the finding gives the retention to set (up to "
+    "limits.SQS_MAX_RETENTION_S)."
+)
 
 
 def _num(node: Node, prop: str, default: float) -> Any:
@@ -71,6 +93,29 @@ def _consumers(graph: Graph) -> list[tuple[Mapping_, Node, Node]]:
     "function's timeout.",
     MANDATORY,
     "Raise the queue's visibility_timeout_seconds to at least the function timeout.",
+    enforces=(
+        "Lambda refuses an SQS event source whose queue's visibility timeout is below the "
+        "function's timeout (Lambda API reference, CreateEventSourceMapping; 'Using "
+        "Lambda with Amazon SQS')."
+    ),
+    remedies=_VISIBILITY_NOT_REMEDIATED,
+    defaults=(
+        "No visibility_timeout_seconds: 30 s, SQS's default; no function timeout: 3 s, "
+        "Lambda's default; both compared like any value."
+    ),
+    boundaries=(
+        Boundary(
+            "Consumers other than Lambda mappings, and a function or queue outside the stack.",
+            "test_visibility_rules_need_a_lambda_mapping_with_queue_and_function_in_the_stack",
+        ),
+        Boundary(
+            (
+                "A visibility timeout or function timeout another stack owns (a StackReference "
+                "output): unknown unless an answers file pins it."
+            ),
+            "test_visibility_rules_leave_values_of_other_stacks_unknown",
+        ),
+    ),
 )
 def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
@@ -106,6 +151,21 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
     ADVISORY,
     "Set visibility_timeout_seconds = limits.recommended_visibility_timeout(timeout, window).",
     {"multiplier": number(limits.DEFAULT_VISIBILITY_MULTIPLIER, 1)},
+    enforces=(
+        "AWS advises a visibility timeout of at least six times the function timeout "
+        "(Lambda Developer Guide, 'Using Lambda with Amazon SQS': queue configuration), "
+        "plus the batching window the batch waits before the function starts."
+    ),
+    remedies=_VISIBILITY_NOT_REMEDIATED,
+    defaults=(
+        "No visibility_timeout_seconds: 30 s; no function timeout: 3 s; no batching window: 0 s."
+    ),
+    boundaries=(
+        Boundary(
+            "Consumers other than Lambda mappings, and a function or queue outside the stack.",
+            "test_visibility_rules_need_a_lambda_mapping_with_queue_and_function_in_the_stack",
+        ),
+    ),
 )
 def visibility_6x_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     multiplier = float(config.get("multiplier", limits.DEFAULT_VISIBILITY_MULTIPLIER))
@@ -144,6 +204,25 @@ def visibility_6x_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> lis
     "Every queue a Lambda function consumes has a redrive policy (a DLQ).",
     MANDATORY,
     "Add a redrive_policy (inline or aws.sqs.RedrivePolicy) pointing at a DLQ.",
+    enforces=(
+        "Without a redrive policy a message that keeps failing is received again until "
+        "its retention period expires and is then deleted (SQS Developer Guide, 'Using "
+        "dead-letter queues')."
+    ),
+    defaults="No redrive_policy: no DLQ, SQS's default.",
+    boundaries=(
+        Boundary(
+            (
+                "Queues consumed by something other than a Lambda event source mapping (ECS "
+                "workers, EventBridge Pipes)."
+            ),
+            "test_source_dlq_rule_judges_only_queues_a_lambda_mapping_consumes",
+        ),
+        Boundary(
+            "A queue outside the stack (its redrive policy is set where it is declared).",
+            "test_source_dlq_rule_judges_only_queues_of_the_stack",
+        ),
+    ),
 )
 def lambda_source_has_dlq(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
@@ -191,6 +270,25 @@ def _dlq_pairs(graph: Graph) -> list[tuple[Node, Node]]:
     "queues (FIFO DLQs reset the enqueue time, so FIFO pairs are exempt).",
     MANDATORY,
     "Set the DLQ's message_retention_seconds above the source's, or shorten the source's.",
+    enforces=(
+        "A standard queue's message keeps its original enqueue timestamp in the DLQ, so "
+        "the DLQ's retention counts from the original send (SQS Developer Guide, 'Using "
+        "dead-letter queues': set the DLQ's retention longer than the source's)."
+    ),
+    remedies=_RETENTION_NOT_REMEDIATED,
+    defaults=(
+        "No message_retention_seconds: 345,600 s (4 days), SQS's default, compared like any value."
+    ),
+    boundaries=(
+        Boundary(
+            "FIFO pairs: a FIFO queue's message gets a new enqueue timestamp in its DLQ.",
+            "test_retention_rule_exempts_fifo_pairs",
+        ),
+        Boundary(
+            "A DLQ outside the stack (its retention is unknown here).",
+            "test_retention_rule_needs_the_dlq_in_the_stack",
+        ),
+    ),
 )
 def dlq_retention_exceeds_source(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     """Standard pairs only: a standard queue's message keeps its original enqueue timestamp
@@ -235,6 +333,20 @@ def dlq_retention_exceeds_source(graph: Graph, config: Mapping[str, Any]) -> lis
     "The DLQ of a FIFO queue is FIFO, the DLQ of a standard queue is standard.",
     MANDATORY,
     "Make the DLQ the same queue type as its source.",
+    enforces=(
+        "The dead-letter queue of a FIFO queue must be FIFO, of a standard queue standard "
+        "(SQS API reference, SetQueueAttributes, RedrivePolicy)."
+    ),
+    defaults="No fifo_queue: a standard queue (SQS's default), unless the name ends in .fifo.",
+    boundaries=(
+        Boundary(
+            (
+                "A source or DLQ whose type is unknown (a name computed in a preview, no "
+                "fifo_queue flag)."
+            ),
+            "test_type_rule_leaves_an_unknown_type_undecided",
+        ),
+    ),
 )
 def dlq_type_matches_source(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
@@ -260,6 +372,131 @@ def dlq_type_matches_source(graph: Graph, config: Mapping[str, Any]) -> list[Fin
     return findings
 
 
+def _allow_policy(graph: Graph, dlq: Node) -> Any:
+    """The DLQ's redrive-allow policy document: a separate aws.sqs.RedriveAllowPolicy (which
+    sets the same queue attribute) wins over the inline `redrive_allow_policy`; None when
+    neither is set (SQS's default, allowAll)."""
+    doc = parse_json(dlq.get("redriveAllowPolicy"))
+    for rap in graph.of_type(REDRIVE_ALLOW_POLICY):
+        if graph.resolve(rap, "queueUrl", rap.get("queueUrl"), (QUEUE,)) is dlq:
+            doc = parse_json(rap.get("redriveAllowPolicy"))
+    return doc
+
+
+def _allows(doc: Any, source: Node | ExternalRef) -> bool | None:
+    """Whether a redrive-allow policy lets `source` name the queue as its DLQ (None: cannot
+    tell, e.g. an ARN unknown in a preview)."""
+    if doc is None:
+        return True  # no policy: allowAll, SQS's default
+    if is_unknown(doc) or not isinstance(doc, dict):
+        return None
+    permission = doc.get("redrivePermission")
+    if is_unknown(permission):
+        return None
+    if permission == "denyAll":
+        return False
+    if permission != "byQueue":
+        return True  # allowAll (or a value SQS refuses on the DLQ itself: not this rule's)
+    arns = doc.get("sourceQueueArns")
+    if is_unknown(arns) or (isinstance(arns, list) and any(is_unknown(a) for a in arns)):
+        return None
+    listed = [a for a in arns if isinstance(a, str)] if isinstance(arns, list) else []
+    own = source.ref if isinstance(source, ExternalRef) else source.get("arn")
+    if isinstance(own, str) and own.startswith("arn:") and not is_unknown(own):
+        return own in listed
+    name = source.name if isinstance(source, ExternalRef) else source.get("name")
+    url = None if isinstance(source, ExternalRef) else source.get("url")
+    if name is None and isinstance(url, str) and not is_unknown(url):
+        name = resource_name_from_ref(url)  # a queue outside the stack, known by its URL
+    if not isinstance(name, str) or not name or is_unknown(name):
+        return None  # the source's ARN and name are unknown (a preview): cannot tell
+    where = location_of(source)
+    return any(
+        resource_name_from_ref(a) == name and located_at(ExternalRef(a), where) for a in listed
+    )
+
+
+@stack_rule(
+    "sqs-dlq-allows-redrive-from-source",
+    "A dead-letter queue's redrive-allow policy admits each source queue that names it: not "
+    "denyAll, and byQueue only with the source among sourceQueueArns.",
+    MANDATORY,
+    "Add the source queue's ARN to the DLQ's redrive_allow_policy sourceQueueArns (byQueue), "
+    "or allow all sources of the account (allowAll, the default).",
+    enforces="SQS refuses a source queue's RedrivePolicy naming a DLQ whose RedriveAllowPolicy "
+    "is denyAll, or byQueue without that source among sourceQueueArns (SQS API reference, "
+    "SetQueueAttributes: RedriveAllowPolicy, redrivePermission and sourceQueueArns).",
+    defaults="No redrive_allow_policy: allowAll, SQS's default (any source queue of the account "
+    "and region may use the DLQ).",
+    boundaries=(
+        Boundary(
+            "A byQueue list or a source ARN unknown in a preview (an ARN computed from a queue "
+            "not created yet): `up` decides.",
+            "test_redrive_allow_rule_leaves_unknown_arns_to_up",
+        ),
+        Boundary(
+            "A DLQ outside the stack: its redrive-allow policy is set where it is declared.",
+            "test_redrive_allow_rule_judges_only_dlqs_of_the_stack",
+        ),
+    ),
+)
+def dlq_allows_redrive_from_source(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
+    findings: list[Finding] = []
+    for r in graph.redrive_holders:
+        dlq = r.dlq
+        if not isinstance(dlq, Node):
+            continue
+        doc = _allow_policy(graph, dlq)
+        source = r.source  # a stack queue, or the queue a RedrivePolicy's queue_url names
+        if _allows(doc, source) is not False:
+            continue
+        permission = doc.get("redrivePermission") if isinstance(doc, dict) else None
+        why = (
+            "denies every source queue (redrivePermission denyAll)"
+            if permission == "denyAll"
+            else "admits only the queues its sourceQueueArns list (redrivePermission byQueue), "
+            f"and {source.label} is not among them"
+        )
+        findings.append(
+            (
+                r.holder.urn,
+                f"queue {source.label} names {dlq.label} as its dead-letter queue, but the "
+                f"redrive-allow policy of {dlq.label} {why}: SQS refuses the redrive policy, "
+                f"so the deployment fails (or, on an existing queue, the redrive policy is never "
+                f"set and poison messages are retried until they expire). Fix: add the ARN of "
+                f"{source.label} to sourceQueueArns of the redrive_allow_policy of {dlq.label}, "
+                f"or let every source of the account use it (redrivePermission allowAll).",
+            )
+        )
+    return findings
+
+
+def remedy_max_receive_count(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """maxReceiveCount moved to the nearest value of the configured range
+    (`limits.max_receive_count_in_range`), in a redrive policy whose JSON is known; every other
+    key of the document stays as it was."""
+    if resource_type not in (QUEUE, REDRIVE_POLICY):
+        return None
+    raw = props.get("redrivePolicy")
+    if not isinstance(raw, str) or is_unknown(raw):
+        return None  # unknown in a preview, or a secret: never touched
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    count = as_number(doc.get("maxReceiveCount")) if isinstance(doc, dict) else None
+    if not isinstance(count, float):
+        return None  # absent or not a number: which count is a decision, not a remediation
+    lo = float(config.get("min", limits.DEFAULT_MIN_MAX_RECEIVE_COUNT))
+    hi = float(config.get("max", limits.DEFAULT_MAX_MAX_RECEIVE_COUNT))
+    fixed = limits.max_receive_count_in_range(count, lo, hi)
+    if fixed == count:
+        return None
+    return {**props, "redrivePolicy": json.dumps({**doc, "maxReceiveCount": fixed})}
+
+
 @resource_rule(
     "sqs-max-receive-count-in-range",
     "A redrive policy's maxReceiveCount lies in a sane range (default 3..20).",
@@ -269,6 +506,27 @@ def dlq_type_matches_source(graph: Graph, config: Mapping[str, Any]) -> list[Fin
         "min": number(limits.DEFAULT_MIN_MAX_RECEIVE_COUNT, 1),
         "max": number(limits.DEFAULT_MAX_MAX_RECEIVE_COUNT, 1),
     },
+    enforces=(
+        "SQS moves a message to the DLQ after maxReceiveCount receives, which a redrive "
+        "policy must set (SQS API reference, SetQueueAttributes, RedrivePolicy: "
+        "maxReceiveCount); 1 dead-letters on a single transient failure."
+    ),
+    defaults=(
+        "No redrive policy: nothing to judge (sqs-lambda-source-has-dlq demands one); a redrive "
+        "policy without maxReceiveCount has no default: SQS refuses it."
+    ),
+    remedy=remedy_max_receive_count,
+    remedies="maxReceiveCount of a known redrive policy moved into the configured range (the "
+    "nearest bound, limits.max_receive_count_in_range); an absent count is left alone.",
+    boundaries=(
+        Boundary(
+            (
+                "A redrive policy whose JSON is unknown in a preview (built over the DLQ's ARN): "
+                "`up` decides."
+            ),
+            "test_max_receive_count_rule_leaves_an_unknown_redrive_policy_to_up",
+        ),
+    ),
 )
 def max_receive_count_in_range(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -416,6 +674,25 @@ def _composite_notifies(graph: Graph, alarm: Node) -> bool:
     "Add a MetricAlarm on the DLQ: threshold 1, GreaterThanOrEqualToThreshold, "
     "alarm_actions [topic arn].",
     {"metricNames": strings(ALARM_METRICS)},
+    enforces=(
+        "SQS keeps a dead-lettered message only until its retention expires and notifies "
+        "nobody (SQS Developer Guide, 'Using dead-letter queues'; CloudWatch metrics for "
+        "SQS: NumberOfMessagesSent counts API sends only)."
+    ),
+    defaults="No alarm: nothing watches the DLQ.",
+    boundaries=(
+        Boundary(
+            (
+                "Alarms declared in another stack: a DLQ alarmed elsewhere is waived with its "
+                "reason."
+            ),
+            "test_dlq_alarm_rule_sees_only_alarms_of_the_stack",
+        ),
+        Boundary(
+            "Whether the alarm's SNS topic has a subscriber.",
+            "test_dlq_alarm_rule_does_not_check_the_topics_subscribers",
+        ),
+    ),
 )
 def dlq_has_alarm(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     metric_names = tuple(config.get("metricNames", ALARM_METRICS))

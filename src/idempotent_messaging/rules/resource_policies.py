@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._base import ADVISORY, MANDATORY, Finding, resource_rule, stack_rule
+from ._base import ADVISORY, MANDATORY, Boundary, Finding, resource_rule, stack_rule
 from ._documents import allows_delivery, condition_keys, condition_limits_who, everyone
 from ._kms import service_may_use_key
 from .graph import (
@@ -81,6 +81,30 @@ _LIMITING_CONDITIONS = "aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID"
     MANDATORY,
     "Name the principals (accounts, roles, service principals) or add a condition such as "
     "aws:SourceArn, aws:SourceAccount or aws:PrincipalOrgID.",
+    enforces=(
+        "A Principal '*' statement with no condition naming the caller admits every AWS "
+        "account and anonymous callers (IAM User Guide, 'AWS JSON policy elements: "
+        "Principal'); for a lambda.Permission, principal '*' without source_arn, "
+        "source_account or principal_org_id lets anyone invoke (Lambda Developer Guide, "
+        "'Working with resource-based IAM policies')."
+    ),
+    defaults="No resource policy: only the owner account (nothing public).",
+    boundaries=(
+        Boundary(
+            (
+                "A function URL permission (function_url_auth_type): public URLs are judged by "
+                "their auth type, not here."
+            ),
+            "test_public_principal_rule_leaves_function_url_permissions_alone",
+        ),
+        Boundary(
+            (
+                "Service-specific condition keys (e.g. kms:CallerAccount) get the benefit of the "
+                "doubt."
+            ),
+            "test_public_principal_rule_trusts_service_specific_condition_keys",
+        ),
+    ),
 )
 def no_public_principal(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -106,6 +130,17 @@ def no_public_principal(
     ADVISORY,
     "Name the principals or add a condition such as aws:SourceArn, aws:SourceAccount or "
     "aws:PrincipalOrgID; waive it (docs/waivers.md) where public access is the intent.",
+    enforces=(
+        "A Principal '*' statement with no condition naming the caller admits every AWS "
+        "account and anonymous callers (IAM User Guide, 'AWS JSON policy elements: "
+        "Principal')."
+    ),
+    boundaries=(
+        Boundary(
+            "Resource types it does not list (e.g. OpenSearch domains, Glacier vaults).",
+            "test_public_principal_rules_read_only_the_listed_resource_types",
+        ),
+    ),
 )
 def other_no_public_principal(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -268,6 +303,36 @@ SNS, EVENTS, S3 = "sns.amazonaws.com", "events.amazonaws.com", "s3.amazonaws.com
     "events.amazonaws.com, s3.amazonaws.com) sqs:SendMessage / sns:Publish, conditioned on "
     "aws:SourceArn; encrypt with SSE-SQS or a customer-managed key that allows the service, "
     "never the AWS-managed alias/aws/sqs or alias/aws/sns key.",
+    enforces=(
+        "SNS, EventBridge and S3 deliver to a queue or topic (target or DLQ) only when "
+        "its resource policy lets the service principal send, and its KMS key's policy "
+        "lets that service use the key (SNS Developer Guide, 'Sending messages to an SQS "
+        "queue' and 'Configuring an Amazon SNS dead-letter queue for a subscription'; "
+        "EventBridge User Guide, 'Using resource-based policies'; S3 User Guide, "
+        "'Granting permissions to publish event notification messages to a destination'; "
+        "SQS Developer Guide, 'Key management')."
+    ),
+    defaults=(
+        "No queue or topic policy: only the owner account's principals may send, never a "
+        "service; no KMS key policy: the default key policy, which admits only the "
+        "account's IAM principals; alias/aws/sqs and alias/aws/sns never admit a service."
+    ),
+    boundaries=(
+        Boundary(
+            (
+                "A queue, topic or KMS key outside the stack: its policy is set where it is "
+                "declared."
+            ),
+            "test_delivery_rule_judges_only_targets_and_keys_of_the_stack",
+        ),
+        Boundary(
+            (
+                "A policy document unknown in a preview (an apply over ARNs not created yet): "
+                "`up` decides."
+            ),
+            "test_delivery_rule_leaves_policies_unknown_in_a_preview_to_up",
+        ),
+    ),
 )
 def delivery_permission_granted(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ._base import ADVISORY, MANDATORY, resource_rule
+from ._base import ADVISORY, MANDATORY, Boundary, resource_rule
 from .graph import FUNCTION
 from .values import is_unknown
 
@@ -96,6 +96,18 @@ def _runtime(resource_type: str, props: Mapping[str, Any]) -> str | None:
     MANDATORY,
     "Move the function to a supported runtime (e.g. python3.13, nodejs22.x).",
     DATE_SCHEMA,
+    enforces=(
+        "Lambda refuses to create a function with a runtime past its 'block function "
+        "create' date (Lambda Developer Guide, 'Lambda runtimes', deprecated runtimes "
+        "table)."
+    ),
+    defaults="No runtime: a container-image function, which has no managed runtime.",
+    boundaries=(
+        Boundary(
+            ("Container-image functions (no runtime) and runtimes the dated table does not list."),
+            "test_runtime_rules_skip_images_and_runtimes_the_table_does_not_list",
+        ),
+    ),
 )
 def runtime_not_blocked(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -118,6 +130,16 @@ def runtime_not_blocked(
     ADVISORY,
     "Move the function to a supported runtime before AWS blocks creates and updates.",
     DATE_SCHEMA,
+    enforces=(
+        "A deprecated runtime gets no security patches (Lambda Developer Guide, 'Lambda "
+        "runtimes', runtime deprecation policy)."
+    ),
+    boundaries=(
+        Boundary(
+            ("Container-image functions (no runtime) and runtimes the dated table does not list."),
+            "test_runtime_rules_skip_images_and_runtimes_the_table_does_not_list",
+        ),
+    ),
 )
 def runtime_not_deprecated(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from .. import limits
 from ._base import (
     ADVISORY,
+    Boundary,
     Finding,
     resource_rule,
     stack_rule,
@@ -48,11 +51,45 @@ def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+def remedy_queue_encryption(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """SSE-SQS on (`sqs_managed_sse_enabled=True`) for a queue that names no KMS key: SQS
+    encrypts with a key it owns, which every service that delivers to queues may use (unlike
+    the AWS-managed alias/aws/sqs key)."""
+    if resource_type != QUEUE:
+        return None
+    kms, sse = props.get("kmsMasterKeyId"), props.get("sqsManagedSseEnabled")
+    if not (kms is None or kms == "") or not (sse is None or sse is False or sse == "false"):
+        return None  # a key (or an unknown or secret value), or already on
+    return {**props, "sqsManagedSseEnabled": True}
+
+
 @resource_rule(
     "sqs-queue-encrypted",
     "SQS queues declare encryption at rest (SSE-SQS or KMS).",
     ADVISORY,
     "Set sqs_managed_sse_enabled=True or kms_master_key_id.",
+    remedy=remedy_queue_encryption,
+    remedies="sqs_managed_sse_enabled=True on a queue that names no KMS key (SSE-SQS, which "
+    "every delivering service may use).",
+    enforces=(
+        "SQS encrypts messages at rest with SSE-SQS or a KMS key (SQS Developer Guide, "
+        "'Encryption at rest')."
+    ),
+    defaults=(
+        "Neither set: whatever the account's default is at creation (SSE-SQS for queues "
+        "created by the API since 2022), which the program does not say."
+    ),
+    boundaries=(
+        Boundary(
+            (
+                "Which key: any KMS key or SSE-SQS passes (delivery-permission-granted judges "
+                "whether services may use it)."
+            ),
+            "test_queue_encryption_rule_accepts_any_key",
+        ),
+    ),
 )
 def sqs_queue_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -81,6 +118,20 @@ def sqs_queue_encrypted(
     ADVISORY,
     "Set kms_master_key_id to a customer-managed key whose policy lets the publishers "
     "(CloudWatch, EventBridge, ...) use it.",
+    enforces=(
+        "SNS encrypts messages at rest only with a KMS key set on the topic (SNS "
+        "Developer Guide, 'Encryption at rest')."
+    ),
+    defaults="No kms_master_key_id: unencrypted at rest, SNS's default.",
+    boundaries=(
+        Boundary(
+            (
+                "Whether the key's policy lets the publishers use it (delivery-permission-granted "
+                "and sqs-dlq-has-alarm judge what they need)."
+            ),
+            "test_topic_encryption_rule_does_not_read_the_key_policy",
+        ),
+    ),
 )
 def sns_topic_encrypted(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -132,6 +183,19 @@ def wildcard_actions(doc: Any, allowed: set[str]) -> list[str]:
     ADVISORY,
     "List the exact actions instead of service:* or *.",
     {"allowedActions": strings([])},
+    enforces=(
+        "A wildcard action grants every current and future action of the service (IAM "
+        "User Guide, 'Grant least privilege')."
+    ),
+    boundaries=(
+        Boundary(
+            (
+                "Wildcards in Resource (iam-data-actions-name-resources judges those) and Deny "
+                "statements."
+            ),
+            "test_wildcard_rule_checks_allowed_actions_not_resources",
+        ),
+    ),
 )
 def iam_no_wildcard_actions(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]
@@ -179,11 +243,54 @@ def denies_insecure_transport(doc: Any) -> bool:
     return False
 
 
+def remedy_tls_only(
+    resource_type: str, props: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The TLS-only Deny statement (`limits.tls_only_statement`) appended to a known queue
+    policy document (an aws.sqs.QueuePolicy's, or a queue's inline one) that lacks it, on the
+    queue ARN its statements name. A queue without a policy is left alone: its policy may be
+    an aws.sqs.QueuePolicy the pack has not seen yet, and two would overwrite each other."""
+    if resource_type not in (QUEUE, QUEUE_POLICY):
+        return None
+    raw = props.get("policy")
+    if not isinstance(raw, str) or is_unknown(raw):
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or denies_insecure_transport(doc):
+        return None
+    resources = {st.get("Resource") for st in statements(doc)}
+    if len(resources) != 1:
+        return None  # no statement, or several resources: which queue is not for us to guess
+    resource = resources.pop()
+    if not isinstance(resource, str) or is_unknown(resource) or ":sqs:" not in resource:
+        return None
+    added = [*statements(doc), limits.tls_only_statement(resource)]
+    return {**props, "policy": json.dumps({**doc, "Statement": added})}
+
+
 @stack_rule(
     "sqs-queue-tls-only",
     "SQS queue policies deny requests that do not use TLS (aws:SecureTransport).",
     ADVISORY,
     "Add a Deny statement on aws:SecureTransport=false to the queue policy.",
+    remedy=remedy_tls_only,
+    remedies="The Deny aws:SecureTransport=false statement (limits.tls_only_statement) appended "
+    "to a known queue policy (aws.sqs.QueuePolicy or inline) that names one queue; a queue "
+    "without any policy is left alone.",
+    enforces=(
+        "A Deny on aws:SecureTransport false refuses plain-HTTP requests (SQS Developer "
+        "Guide, 'Security best practices': enforce encryption of data in transit)."
+    ),
+    defaults="No queue policy: HTTP requests are accepted.",
+    boundaries=(
+        Boundary(
+            "A queue whose policy is unknown in a preview.",
+            "test_tls_rule_leaves_an_unknown_policy_to_up",
+        ),
+    ),
 )
 def sqs_queue_tls_only(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     policies: dict[str, list[Any]] = {}
@@ -263,6 +370,17 @@ IDENTITY_POLICY_TYPES = frozenset(
     "the resources instead of Resource '*'.",
     ADVISORY,
     "Replace Resource '*' with the ARNs of the queues, tables, topics or functions used.",
+    enforces=(
+        "Data-plane actions that support resource-level permissions can be scoped to "
+        "named ARNs (Service Authorization Reference; IAM User Guide, 'Grant least "
+        "privilege')."
+    ),
+    boundaries=(
+        Boundary(
+            "Conditions that narrow a Resource '*' grant (aws:ResourceTag, aws:SourceArn).",
+            "test_data_actions_rule_does_not_read_conditions",
+        ),
+    ),
 )
 def iam_data_actions_name_resources(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]

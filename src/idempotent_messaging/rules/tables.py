@@ -29,6 +29,7 @@ from .. import limits
 from ._base import (
     ADVISORY,
     MANDATORY,
+    Boundary,
     Finding,
     resource_rule,
     stack_rule,
@@ -138,6 +139,25 @@ def idempotency_tables(graph: Graph, config: Mapping[str, Any]) -> dict[str, str
         "tagValue": {"type": "string", "default": limits.IDEMPOTENCY_TABLE_TAG_VALUE},
         "namePatterns": strings(DEFAULT_NAME_PATTERNS),
     },
+    enforces=(
+        "DynamoDB deletes items only when Time to Live is enabled on the table (DynamoDB "
+        "Developer Guide, 'Using Time to Live'): an idempotency table without it grows "
+        "forever."
+    ),
+    defaults="No ttl block: TTL disabled, DynamoDB's default.",
+    boundaries=(
+        Boundary(
+            (
+                "A table without positive evidence of holding idempotency state (a business "
+                "table, a `dedup` name, a lone `id` hash key)."
+            ),
+            "test_ttl_rule_needs_positive_evidence_of_an_idempotency_table",
+        ),
+        Boundary(
+            "Whether the code writes an expiry epoch into the TTL attribute.",
+            "test_ttl_rule_does_not_check_that_the_code_writes_the_ttl_attribute",
+        ),
+    ),
 )
 def idempotency_table_has_ttl(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
@@ -169,6 +189,20 @@ def idempotency_table_has_ttl(graph: Graph, config: Mapping[str, Any]) -> list[F
     "DynamoDB tables enable point-in-time recovery.",
     ADVISORY,
     "Set point_in_time_recovery {enabled: True}.",
+    enforces=(
+        "Point-in-time recovery restores a table to any second of the last 35 days only "
+        "when enabled (DynamoDB Developer Guide, 'Point-in-time recovery')."
+    ),
+    defaults="No point_in_time_recovery block: disabled, DynamoDB's default.",
+    boundaries=(
+        Boundary(
+            (
+                "Backups made by AWS Backup plans or on-demand backups: only the table's own "
+                "setting is read."
+            ),
+            "test_pitr_rule_reads_only_the_tables_own_setting",
+        ),
+    ),
 )
 def table_pitr_enabled(
     resource_type: str, props: Mapping[str, Any], name: str, config: Mapping[str, Any]

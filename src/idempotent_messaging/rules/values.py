@@ -68,6 +68,22 @@ def _target(proxy: Any) -> Any:
     return proxy
 
 
+_PROXIES = frozenset({"_DictProxy", "_ListProxy", "_DictSecretsProxy", "_ListSecretsProxy"})
+
+
+def editable(value: Any) -> Any:
+    """A copy of properties under pulumi-policy's proxies that a remediation may change and
+    return: plain dicts and lists, unknown values kept as the engine's sentinels and secrets as
+    pulumi-policy's `Secret` wrappers (which it serializes back as secrets), never unwrapped."""
+    while type(value).__name__ in _PROXIES:
+        value = value["__target"]
+    if isinstance(value, dict):
+        return {k: editable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [editable(v) for v in value]
+    return value
+
+
 def raw_props(props: Any) -> Any:
     """The plain mapping under pulumi-policy's property proxy (unknowns as sentinels)."""
     return _target(props)

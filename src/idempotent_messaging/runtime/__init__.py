@@ -48,12 +48,14 @@ from __future__ import annotations
 from idempotent_messaging.runtime.claims import DomainKeyedCreate, KeyIsEventId, SingleItemEffect
 from idempotent_messaging.runtime.consumer import (
     Consumer,
+    EventBridgeEnvelope,
     EventIdFromAttribute,
     EventIdFromBody,
     EventIdFromContentHash,
     EventTimeFromAttribute,
     EventTimeFromBody,
     Fingerprint,
+    SnsEnvelope,
     WriteContext,
 )
 from idempotent_messaging.runtime.entry import lambda_handler
@@ -72,6 +74,7 @@ __all__ = [
     "ConfigurationError",
     "Consumer",
     "DomainKeyedCreate",
+    "EventBridgeEnvelope",
     "EventIdFromAttribute",
     "EventIdFromBody",
     "EventIdFromContentHash",
@@ -88,6 +91,7 @@ __all__ = [
     "SchemaError",
     "Settings",
     "SingleItemEffect",
+    "SnsEnvelope",
     "WriteContext",
     "lambda_handler",
     "logger",

@@ -53,7 +53,6 @@ from idempotent_messaging.runtime.claims import (
 )
 from idempotent_messaging.runtime.clients import MAX_ATTEMPTS, transaction_backoff
 from idempotent_messaging.runtime.errors import (
-    TRANSIENT_STATEMENT_CODES,
     FailureClass,
     PluginError,
     PoisonKind,
@@ -61,6 +60,7 @@ from idempotent_messaging.runtime.errors import (
     classify_exception,
     classify_statement,
     is_transaction_cancelled,
+    retried_now,
     short_error,
     split_cancellation,
 )
@@ -493,7 +493,7 @@ class BatchRun:
                         f"business write {describe_item(rec.claim.put)} was refused: "
                         f"{answer.code}: {answer.message}; nothing was written",
                     )
-                elif answer.code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                elif retried_now("dynamodb", answer.code) and attempt < MAX_ATTEMPTS:
                     rec.attempts = max(rec.attempts, attempt + 1)
                     retry.append(rec)
                 else:
@@ -832,7 +832,7 @@ class BatchRun:
                         "it was written (its claim is released)",
                     )
                     rec.release_claim = True
-                elif answer.code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                elif retried_now("dynamodb", answer.code) and attempt < MAX_ATTEMPTS:
                     rec.attempts = max(rec.attempts, attempt + 1)
                     retry.append(rec)
                 else:
@@ -945,7 +945,7 @@ class BatchRun:
         for entry in chunk:
             rec = by_id[entry.entry_id]
             result = results.get(entry.entry_id)
-            if result is None or (result.error and not result.sender_fault):
+            if result is None or (result.error and result.failure_class is FailureClass.TRANSIENT):
                 error = result.error if result else "no answer for this entry"
                 # The claim stays pending; the redelivery publishes (duplicate path).
                 rec.fail(FailureClass.TRANSIENT, f"publish failed: {error}")
@@ -1032,7 +1032,7 @@ class BatchRun:
             for rec, code in zip(todo, codes, strict=True):
                 if code is None:
                     rec.finish(Outcome.REPUBLISHED if rec.duplicate else Outcome.PROCESSED)
-                elif code in TRANSIENT_STATEMENT_CODES and attempt < MAX_ATTEMPTS:
+                elif retried_now("dynamodb", code) and attempt < MAX_ATTEMPTS:
                     rec.attempts = max(rec.attempts, attempt + 1)
                     retry.append(rec)
                 else:

@@ -18,7 +18,7 @@
 method per DynamoDB call (the batch decides chunking, retries and failure classes):
 ``claim`` (build), ``transact`` / ``insert`` (commit), ``verdict`` / ``read_statuses``
 (redelivery), ``mark_sent`` (PartiQL UPDATEs), ``record_owed`` (UpdateItem). IAM: what they
-call is ``env.STATE_TABLE_ACTIONS`` / ``env.BUSINESS_TABLE_ACTIONS``.
+call is ``grants.PLACEMENTS`` (runtime/grants.py), per placement.
 """
 
 from __future__ import annotations
@@ -492,8 +492,7 @@ class Receipts:
     failed entry of the PublishBatch) -> publish again, then mark the CLAIM ``sent`` (where
     every later copy looks first). The receipt keeps the claim TTL, counted from its write: it
     outlives the claims it lists (for claims kept in a business item, which never expire, it has
-    no TTL either). IAM: PutItem, BatchGetItem on the state table
-    (``env.STATE_TABLE_ACTIONS``).
+    no TTL either). IAM: PutItem, BatchGetItem on the state table (``grants.PLACEMENTS``).
     """
 
     def __init__(self, client: Any, settings: Settings, *, expires: bool = True) -> None:
@@ -1046,8 +1045,7 @@ class ClaimThenRow(StateTableClaims):
     Standard queue: the claim is a PartiQL INSERT into the state table (``Claim.insert``), the
     row a PartiQL INSERT into the business table (``Claim.row``) written only after the claim
     is known to be this copy's; 1 + 1 write units. FIFO: claim Put + row Put in the batch's
-    transaction (``Claim.items``). IAM: ``env.DOMAIN_KEYED_STATE_TABLE_ACTIONS`` /
-    ``env.DOMAIN_KEYED_BUSINESS_TABLE_ACTIONS``.
+    transaction (``Claim.items``). IAM: ``grants.PLACEMENTS[grants.PLACEMENT_DOMAIN_KEYED]``.
     """
 
     def __init__(self, client: Any, settings: Settings, effect: DomainKeyedCreate) -> None:

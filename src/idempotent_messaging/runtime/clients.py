@@ -69,6 +69,15 @@ class AwsClients:
 
 
 _LOADER = botocore.loaders.create_loader()
+
+
+def model_loader() -> botocore.loaders.Loader:
+    """The bundle's ONE botocore data loader: every cached client's session uses it, so a
+    service model or ``_retry.json`` is read from disk once per process (errors.code_kind
+    reads the error shapes the clients already loaded)."""
+    return _LOADER
+
+
 _sessions: dict[tuple[str | None, ...], boto3.session.Session] = {}
 _cache: dict[tuple[object, ...], Any] = {}
 _runtime_clients: dict[tuple[str | None, ...], AwsClients] = {}

@@ -35,6 +35,7 @@ from idempotent_messaging.runtime.claims import (
     state_key,
 )
 from idempotent_messaging.runtime.errors import (
+    CONFIGURATION_FAILURE_CLASS,
     ConfigurationError,
     PluginError,
     PoisonKind,
@@ -70,7 +71,16 @@ class EventIdFromBody:
 
     def extract(self, record: Mapping[str, Any], message: Any) -> str:
         value: Any = message
-        for part in self.path.split("."):
+        for depth, part in enumerate(self.path.split(".")):
+            if isinstance(value, str) and depth:
+                # A JSON document inside a string (SNS's "Message" without raw delivery): a
+                # path cannot reach inside it.
+                within = ".".join(self.path.split(".")[:depth])
+                raise PoisonMessage(
+                    PoisonKind.MISSING_EVENT_ID,
+                    f"body field {within!r} is a string, not an object: the path {self.path!r} "
+                    "cannot reach inside it (an SNS envelope? declare envelope=SnsEnvelope())",
+                )
             if not isinstance(value, Mapping) or part not in value:
                 raise PoisonMessage(PoisonKind.MISSING_EVENT_ID, f"body has no field {self.path!r}")
             value = value[part]
@@ -104,6 +114,141 @@ class EventIdFromContentHash:
     def extract(self, record: Mapping[str, Any], message: Any) -> str:
         body = record.get("body") or ""
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+# --- envelopes AWS producers wrap a payload in ----------------------------------------------------
+SNS_ENVELOPE_MESSAGE = "Message"
+"""Where SNS puts the published payload in its envelope: a JSON STRING, not an object."""
+EVENTBRIDGE_FIELDS = frozenset(
+    {"version", "id", "detail-type", "source", "account", "time", "region", "resources"}
+    | {"detail", "replay-name"}
+)
+"""The top-level fields of every EventBridge event (EventBridge user guide, "AWS service event
+metadata" / "Event structure")."""
+
+
+class Envelope(Protocol):
+    """How a body wraps the producer's payload; ``Consumer(envelope=...)`` declares it."""
+
+    def unwrap(self, record: Mapping[str, Any], message: Any) -> tuple[Mapping[str, Any], Any]:
+        """(the record as the event id / time sources see it, the payload plug-ins see)."""
+        ...
+
+    def check_path(self, path: str, what: str) -> None:
+        """Raise ValueError when ``path`` (dotted) cannot name a field of the payload."""
+        ...
+
+
+@dataclass(frozen=True)
+class SnsEnvelope:
+    """The body is SNS's JSON envelope: an SQS queue subscribed to a topic WITHOUT raw message
+    delivery (SNS developer guide, "Amazon SNS raw message delivery"; the envelope's fields:
+    ``Type``, ``MessageId``, ``TopicArn``, ``Subject``, ``Message``, ``Timestamp``,
+    ``Signature*``, ``UnsubscribeURL``, ``MessageAttributes``). The payload is the JSON STRING
+    in ``Message``: it is decoded (floats as ``Decimal``) and becomes what ``writes``,
+    ``notification``, ``event_id``/``event_time`` paths and the fingerprint see, and what
+    ``EventIdFromContentHash`` hashes. The envelope's ``MessageAttributes`` become the record's
+    message attributes (``EventIdFromAttribute``). Why not the envelope itself: SNS gives every
+    publish a new ``MessageId``, ``Timestamp`` and signature, so a producer's re-send would be
+    another body (a conflict under the default fingerprint, a new event under a content hash).
+    A body that is not a ``Notification`` envelope (a ``SubscriptionConfirmation``, which SNS
+    sends to a queue of another account, or a raw-delivery body) is ``schema`` poison."""
+
+    def unwrap(self, record: Mapping[str, Any], message: Any) -> tuple[Mapping[str, Any], Any]:
+        if not isinstance(message, Mapping) or message.get("Type") != "Notification":
+            kind = message.get("Type") if isinstance(message, Mapping) else None
+            raise SchemaError(
+                f"body is not an SNS Notification envelope (Type {kind!r}); the consumer "
+                "declares envelope=SnsEnvelope() (a subscription without raw message delivery)"
+            )
+        payload = message.get(SNS_ENVELOPE_MESSAGE)
+        if not isinstance(payload, str):
+            raise SchemaError("SNS envelope has no Message string")
+        try:
+            decoded = json.loads(payload, parse_float=Decimal)
+        except json.JSONDecodeError as exc:
+            raise PoisonMessage(
+                PoisonKind.NOT_JSON,
+                f"SNS envelope's Message is not JSON ({exc.msg} at position {exc.pos})",
+            ) from None
+        except (RecursionError, ValueError):
+            raise PoisonMessage(PoisonKind.NOT_JSON, "SNS envelope's Message is not JSON") from None
+        attributes = {
+            name: {"stringValue": str(value["Value"]), "dataType": str(value.get("Type", ""))}
+            for name, value in (message.get("MessageAttributes") or {}).items()
+            if isinstance(value, Mapping) and "Value" in value
+        }
+        return {**record, "body": payload, "messageAttributes": attributes}, decoded
+
+    def check_path(self, path: str, what: str) -> None:
+        if path.split(".")[0] == SNS_ENVELOPE_MESSAGE:
+            raise ValueError(
+                f"{what}={path!r}: with envelope=SnsEnvelope() paths name fields of the "
+                f"payload, which is already the decoded {SNS_ENVELOPE_MESSAGE!r}; drop the "
+                f"{SNS_ENVELOPE_MESSAGE!r} prefix"
+            )
+
+
+@dataclass(frozen=True)
+class EventBridgeEnvelope:
+    """The body is an EventBridge event: a rule's SQS target without an input transformer
+    (EventBridge user guide, "Event structure": ``version``, ``id``, ``detail-type``,
+    ``source``, ``account``, ``time``, ``region``, ``resources``, ``detail``). ``detail`` is
+    a JSON object, so nothing is unwrapped: paths name the event's fields as AWS documents
+    them (``detail.order_id``, ``id``), and plug-ins see the whole event (``detail-type``
+    included).
+
+    * **The event id.** ``id`` is generated by EventBridge for every ``PutEvents`` entry: it
+      identifies EventBridge's own redeliveries of one event (a target may receive an event
+      more than once), not a producer's re-send, which gets a new ``id``. For events a
+      producer may re-send, name its own id in ``detail`` (``EventIdFromBody("detail.
+      event_id")``); for AWS service events (``aws.*`` sources, which nobody re-sends),
+      ``EventIdFromBody("id")``.
+    * **The fingerprint** defaults to ``source``, ``detail-type`` and ``detail``: ``id`` and
+      ``time`` change with every ``PutEvents``, so the whole body would make every re-send a
+      conflict. A consumer's own ``fingerprint=`` (or the component's ``fingerprint_fields``)
+      still overrides it.
+
+    A body that is not an EventBridge event (no ``detail-type``, ``source`` or ``detail``) is
+    ``schema`` poison."""
+
+    fingerprint: Fingerprint | None = None
+    """Default None: ``Fingerprint(fields=("source", '"detail-type"', "detail"))``."""
+
+    def unwrap(self, record: Mapping[str, Any], message: Any) -> tuple[Mapping[str, Any], Any]:
+        if not isinstance(message, Mapping) or not {"detail-type", "source", "detail"} <= set(
+            message
+        ):
+            raise SchemaError(
+                "body is not an EventBridge event (detail-type, source and detail); the "
+                "consumer declares envelope=EventBridgeEnvelope()"
+            )
+        return record, message
+
+    def check_path(self, path: str, what: str) -> None:
+        head = path.split(".")[0]
+        if head not in EVENTBRIDGE_FIELDS:
+            raise ValueError(
+                f"{what}={path!r}: {head!r} is no field of an EventBridge event "
+                f"({', '.join(sorted(EVENTBRIDGE_FIELDS))}); the producer's fields are under "
+                "'detail' (e.g. 'detail.event_id'), EventBridge's event id is 'id'"
+            )
+
+    def default_fingerprint(self) -> Fingerprint:
+        return self.fingerprint or Fingerprint(fields=("source", '"detail-type"', "detail"))
+
+
+def check_paths_without_envelope(path: str, what: str) -> None:
+    """A path that names a field inside SNS's ``Message`` (a JSON string) can never match:
+    refused at construction, naming the declaration that unwraps it."""
+    parts = path.split(".")
+    if parts[0] == SNS_ENVELOPE_MESSAGE and len(parts) > 1:
+        raise ValueError(
+            f"{what}={path!r}: SNS puts the payload in {SNS_ENVELOPE_MESSAGE!r} as a JSON "
+            "STRING (a subscription without raw message delivery), and a path cannot reach "
+            "inside a string; declare envelope=SnsEnvelope() and name the field within the "
+            f"payload ({'.'.join(parts[1:])!r}), or enable raw message delivery"
+        )
 
 
 # --- the content fingerprint: a re-sent event id with other content is a conflict ------------
@@ -471,8 +616,15 @@ class Consumer:
             being applied a second time after its claim expired.
         fingerprint: ``Fingerprint(fields=("order.order_id", ...))``: which content identifies
             the event (JMESPath over the decoded body); default ``Fingerprint()``, the whole
-            decoded body. ``FINGERPRINT_FIELDS`` (set by the component) overrides it. A re-send
-            of a claimed event id with another fingerprint is ``conflicting_duplicate``.
+            decoded body (``EventBridgeEnvelope``: source, detail-type and detail).
+            ``FINGERPRINT_FIELDS`` (set by the component) overrides it. A re-send of a claimed
+            event id with another fingerprint is ``conflicting_duplicate``.
+        envelope: ``SnsEnvelope()`` (a queue subscribed to a topic without raw message
+            delivery: the payload is the JSON string in ``Message``, decoded and unwrapped) or
+            ``EventBridgeEnvelope()`` (a rule's SQS target: paths name the event's fields,
+            the fingerprint leaves out ``id`` and ``time``). Default None: the body is the
+            payload. A path that names a field inside SNS's ``Message`` string without the
+            declaration is refused here (``ValueError``), as it could never match.
 
     Messages are decoded as JSON with floats as ``Decimal`` (DynamoDB's number type).
     """
@@ -490,11 +642,13 @@ class Consumer:
         effect: SingleItemEffect | DomainKeyedCreate | None = None,
         event_time: EventTimeSource | None = None,
         fingerprint: Fingerprint | None = None,
+        envelope: Envelope | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not namespace or "#" in namespace:
             raise ValueError(f"namespace={namespace!r} must be non-empty and contain no '#'")
+        _check_declared_paths(envelope, event_id, event_time, fingerprint)
         self.writes = writes
         self.notification = notification
         self.event_id = event_id or EventIdFromBody()
@@ -504,6 +658,9 @@ class Consumer:
         self.max_body_bytes = max_body_bytes
         self.effect = effect
         self.event_time = event_time
+        self.envelope = envelope
+        if fingerprint is None and isinstance(envelope, EventBridgeEnvelope):
+            fingerprint = envelope.default_fingerprint()
         self.fingerprint = fingerprint or Fingerprint()
         self.clock = clock
         self.sleep = sleep
@@ -585,6 +742,8 @@ class Consumer:
         except ValueError:
             # e.g. an integer literal above Python's int-string conversion limit.
             raise PoisonMessage(PoisonKind.NOT_JSON, "body is not JSON") from None
+        if self.envelope is not None:
+            raw, message = self.envelope.unwrap(raw, message)
         event_id = self.event_id.extract(raw, message)
         try:
             return self._decode_rest(raw, message, event_id, settings, now)
@@ -657,6 +816,32 @@ class Consumer:
         )
 
 
+def _check_declared_paths(
+    envelope: Envelope | None,
+    event_id: EventIdSource | None,
+    event_time: EventTimeSource | None,
+    fingerprint: Fingerprint | None,
+) -> None:
+    """Refuse, at construction, a declared path that can never name a field of the payload."""
+    paths = []
+    if isinstance(event_id, EventIdFromBody):
+        paths.append((event_id.path, "EventIdFromBody"))
+    if isinstance(event_time, EventTimeFromBody):
+        paths.append((event_time.path, "EventTimeFromBody"))
+    for path, what in paths:
+        if envelope is None:
+            check_paths_without_envelope(path, what)
+        else:
+            envelope.check_path(path, what)
+    for field_ in fingerprint.fields if fingerprint else ():
+        if isinstance(envelope, EventBridgeEnvelope):
+            continue  # JMESPath quotes "detail-type": not a dotted path to check
+        if envelope is None:
+            check_paths_without_envelope(field_, "Fingerprint(fields)")
+        else:
+            envelope.check_path(field_, "Fingerprint(fields)")
+
+
 def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:
     logger.error("configuration error: every record is reported failed", extra={"reason": reason})
     failures = []
@@ -664,7 +849,7 @@ def _all_failed(event: Mapping[str, Any], reason: str) -> dict[str, Any]:
         record_outcome(
             Outcome.FAILED,
             message_id=raw.get("messageId"),
-            failure_class="configuration",
+            failure_class=CONFIGURATION_FAILURE_CLASS,
             reason=reason,
         )
         failures.append({"itemIdentifier": raw.get("messageId")})

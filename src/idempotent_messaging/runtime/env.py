@@ -115,56 +115,6 @@ RECEIPT_MAX_BYTES = 300 * 1024
 """Entries per receipt item: under DynamoDB's 400 KB item limit with room for names and key;
 a receipt is billed 1 write unit per KB whatever its chunking, so it is split only there."""
 
-# --- What the runtime calls on each table (the component's IAM policy grants exactly these) ---
-# State table (claims.StateTableClaims): claims are Puts inside TransactWriteItems (authorised
-# per item action), the redelivery read is one consistent BatchGetItem, owed notifications are
-# an UpdateItem, and the `sent` marking is a PartiQL UPDATE (BatchExecuteStatement is
-# authorised per statement). Publication receipts (claims.Receipts), for EVERY placement
-# (in-item consumers too): one PutItem per batch, read with a consistent BatchGetItem on the
-# redelivery branch only.
-STATE_TABLE_ACTIONS = (
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:PartiQLUpdate",
-    # The claim INSERT of a consumer declaring DomainKeyedCreate (standard queue), and the
-    # release of its claim when its row is refused; granted to every consumer until grants are
-    # derived per consumer (DOMAIN_KEYED_STATE_TABLE_ACTIONS).
-    "dynamodb:PartiQLInsert",
-    "dynamodb:DeleteItem",
-)
-# Business table: a consumer's writes are the transaction items its contract allows
-# (Put, Update, ConditionCheck, Delete). A consumer declaring SingleItemEffect keeps its claim
-# in the business item (claims.ItemClaims), so the business table also gets the claim's reads
-# and markings: the redelivery read (one consistent BatchGetItem), the claim itself as a
-# PartiQL INSERT on a standard queue and the `sent` marking as a PartiQL UPDATE
-# (BatchExecuteStatement is authorised per statement); owed notifications are an UpdateItem.
-BUSINESS_TABLE_ACTIONS = (
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:PartiQLInsert",
-    "dynamodb:PartiQLUpdate",
-)
-# A consumer declaring DomainKeyedCreate (claims.ClaimThenRow): its claims are state-table items
-# written as PartiQL INSERTs (standard queue) or Puts in the FIFO transaction, read with a
-# consistent BatchGetItem, marked `sent` with a PartiQL UPDATE, an owed notification kept with an
-# UpdateItem, the batch's receipt a PutItem, a claim whose row was refused released with a
-# conditional DeleteItem; its business rows are PartiQL INSERTs (standard queue) or Puts in the
-# FIFO transaction, and a refused row is read with a consistent BatchGetItem. Nothing else on
-# either table.
-DOMAIN_KEYED_STATE_TABLE_ACTIONS = (
-    "dynamodb:PartiQLInsert",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:PartiQLUpdate",
-)
-DOMAIN_KEYED_BUSINESS_TABLE_ACTIONS = (
-    "dynamodb:PartiQLInsert",
-    "dynamodb:PutItem",
-    "dynamodb:BatchGetItem",
-)
+# --- What the runtime calls on each table: runtime/grants.py derives it per consumer from its
+# declaration (claim placement, queue type, notification topic, business write kinds); the
+# components grant exactly that.

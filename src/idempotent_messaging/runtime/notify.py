@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from idempotent_messaging.runtime.errors import PoisonKind, PoisonMessage, SchemaError
+from idempotent_messaging.runtime.errors import (
+    FailureClass,
+    PoisonKind,
+    PoisonMessage,
+    SchemaError,
+    classify_entry,
+)
 from idempotent_messaging.runtime.settings import is_fifo
 
 PUBLISH_BATCH_MAX_ENTRIES = 10
@@ -74,6 +81,9 @@ class PublishResult:
     message_id: str | None = None
     error: str | None = None
     sender_fault: bool = False
+    failure_class: FailureClass | None = None
+    """A failed entry's class, by its CODE (``errors.classify_entry``), as the same code on
+    the whole call: ``KMSThrottling`` is a sender fault and transient."""
 
 
 class Notifier:
@@ -95,8 +105,8 @@ class Notifier:
                     for name, value in entry.notification.attributes.items()
                 }
             if self._fifo:
-                one["MessageGroupId"] = entry.group_id or entry.event_id
-                one["MessageDeduplicationId"] = _dedup_id(entry.event_id)
+                one["MessageGroupId"] = notification_group_id(entry.event_id, entry.group_id)
+                one["MessageDeduplicationId"] = dedup_id(entry.event_id)
             request.append(one)
         response = self._client.publish_batch(
             TopicArn=self._topic_arn, PublishBatchRequestEntries=request
@@ -109,11 +119,46 @@ class Notifier:
             results[bad["Id"]] = PublishResult(
                 error=f"{bad.get('Code')}: {bad.get('Message', '')}",
                 sender_fault=bool(bad.get("SenderFault")),
+                failure_class=classify_entry("sns", str(bad.get("Code") or "")),
             )
         return results
 
 
-def _dedup_id(event_id: str) -> str:
+# SNS PublishBatchRequestEntry (and SQS SendMessage, whose rule is the same): MessageGroupId
+# and MessageDeduplicationId hold at most 128 alphanumeric characters (a-z, A-Z, 0-9) and
+# punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~).
+FIFO_ID_MAX_CHARS = 128
+FIFO_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + string.punctuation)
+HASHED_GROUP_PREFIX = "sha256:"
+
+
+def is_valid_fifo_id(value: str) -> bool:
+    """Whether SNS (and SQS) accept ``value`` as a MessageGroupId / MessageDeduplicationId."""
+    return 0 < len(value) <= FIFO_ID_MAX_CHARS and set(value) <= FIFO_ID_CHARACTERS
+
+
+def notification_group_id(event_id: str, source_group_id: str | None) -> str:
+    """The MessageGroupId of an event's notification on a FIFO topic: its ordering unit.
+
+    * From a FIFO source queue: the record's own SQS MessageGroupId. It IS the consumer's
+      ordering unit (the runtime publishes a group's records in order) and SQS held it to the
+      same rule SNS applies, so it is always valid.
+    * From a standard source (no order to keep): the event itself. Its id when SNS accepts
+      it as is, else ``sha256:`` + the SHA-256 (hex) of its UTF-8 bytes: 71 valid characters,
+      stable, so every re-publication of one event lands in one group. A 129-character or a
+      non-ASCII event id (``注文-0001``) is still notified.
+    """
+    if source_group_id and is_valid_fifo_id(source_group_id):
+        return source_group_id
+    if is_valid_fifo_id(event_id):
+        return event_id
+    return HASHED_GROUP_PREFIX + dedup_id(event_id)
+
+
+def dedup_id(event_id: str) -> str:
+    """The MessageDeduplicationId of an event's notification on a FIFO topic, as sent: the
+    SHA-256 (64 hex digits) of the event id's UTF-8 bytes, so a re-publication within SNS's
+    5-minute deduplication interval is not delivered twice."""
     return hashlib.sha256(event_id.encode("utf-8")).hexdigest()
 
 

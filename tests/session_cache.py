@@ -13,6 +13,7 @@ and a run of a single test computes only what that test needs.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -80,10 +81,10 @@ class SessionCache:
         keys = list(keys)
         out: dict[str, Any] = {}
         for key in keys:
-            value = self._get(key, lambda key=key: compute(key), wait=False)
+            value = self._get(key, functools.partial(compute, key), wait=False)
             if value is not _BUSY:
                 out[key] = value
         for key in keys:
             if key not in out:
-                out[key] = self.get(key, lambda key=key: compute(key))
+                out[key] = self.get(key, functools.partial(compute, key))
         return {key: out[key] for key in keys}

@@ -85,9 +85,11 @@ def clock(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[
 def _attempt_timeouts(session: URLLib3Session, request: Any) -> tuple[float, float]:
     """(connect, read) seconds botocore gives this attempt: the request's own read timeout
     when the deadline set one (``_get_request_timeout``), else the client's."""
-    timeout = session._get_request_timeout(request) or session._timeout
+    timeout: Any = session._get_request_timeout(request) or session._timeout
     if isinstance(timeout, Timeout):
-        return float(timeout.connect_timeout), float(timeout.read_timeout)
+        connect, read = timeout.connect_timeout, timeout.read_timeout
+        assert isinstance(connect, (int, float)) and isinstance(read, (int, float)), timeout
+        return float(connect), float(read)
     return float(timeout), float(timeout)
 
 

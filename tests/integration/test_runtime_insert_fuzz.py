@@ -6,6 +6,7 @@ doubled: DynamoDB developer guide, "PartiQL insert statements"), the values are 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -13,12 +14,13 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from handlers.orders import RESERVED_FIELDS
 from idempotent_messaging.runtime import env
+from tests.integration.reused_world import reused_world
 from tests.integration.test_runtime_world import (
     BUSINESS_TABLE,
+    Aws,
     FakeContext,
     create_world,
     record,
@@ -51,6 +53,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@pytest.fixture
+def world(aws_env: dict[str, str]) -> Iterator[Callable[[], Aws]]:
+    """One world per test, emptied for each example (`tests/integration/reused_world.py`)."""
+    with reused_world(lambda: create_world(claims_in_items=True)) as fresh:
+        yield fresh
+
+
 @settings(
     max_examples=40,
     deadline=None,
@@ -58,44 +67,51 @@ def _plain(value: Any) -> Any:
 )
 @given(orders=ORDERS)
 def test_any_names_and_values_are_stored_exactly_or_quarantined_alone(
-    aws_env: dict[str, str], orders: list[dict[str, Any]]
+    world: Callable[[], Aws], orders: list[dict[str, Any]]
 ) -> None:
-    with mock_aws():
-        world = create_world(claims_in_items=True)
-        statements: list[str] = []
-        world.dynamodb.meta.events.register(
-            "before-parameter-build.dynamodb.BatchExecuteStatement",
-            lambda params, **_: statements.extend(s["Statement"] for s in params["Statements"]),
-        )
-        records = [
-            record(json.dumps({"event_id": f"e{i}", "order": {"order_id": f"o{i}", **fields}}))
-            for i, fields in enumerate(orders)
-        ]
-        response = single_item_orders().process(
-            sqs_event(*records), FakeContext(), world.runtime(source_fifo=False)
-        )
-        assert response == {"batchItemFailures": []}
-        assert any(s.startswith("INSERT") for s in statements)  # the path under test
-        rows = {
-            r["order_id"]["S"]: r for r in world.dynamodb.scan(TableName=BUSINESS_TABLE)["Items"]
+    world_ = world()
+    statements: list[str] = []
+
+    def record_statements(params: dict[str, Any], **_: Any) -> None:
+        statements.extend(s["Statement"] for s in params["Statements"])
+
+    event = "before-parameter-build.dynamodb.BatchExecuteStatement"
+    world_.dynamodb.meta.events.register(event, record_statements)
+    try:
+        _check(world_, orders, statements)
+    finally:  # the world outlives the example
+        world_.dynamodb.meta.events.unregister(event, record_statements)
+
+
+def _check(world: Aws, orders: list[dict[str, Any]], statements: list[str]) -> None:
+    """The batch of `orders` through the single-item INSERT path, every record's ending."""
+    records = [
+        record(json.dumps({"event_id": f"e{i}", "order": {"order_id": f"o{i}", **fields}}))
+        for i, fields in enumerate(orders)
+    ]
+    response = single_item_orders().process(
+        sqs_event(*records), FakeContext(), world.runtime(source_fifo=False)
+    )
+    assert response == {"batchItemFailures": []}
+    assert any(s.startswith("INSERT") for s in statements)  # the path under test
+    rows = {r["order_id"]["S"]: r for r in world.dynamodb.scan(TableName=BUSINESS_TABLE)["Items"]}
+    quarantined = {
+        m["MessageAttributes"]["original_message_id"]["StringValue"]: m
+        for m in world.dlq_messages()
+    }
+    for i, (rec, fields) in enumerate(zip(records, orders, strict=True)):
+        row = rows.get(f"o{i}")
+        if row is None:
+            attrs = quarantined[rec["messageId"]]["MessageAttributes"]
+            assert attrs["failure_kind"]["StringValue"] == "schema"
+            assert attrs["failure_reason"]["StringValue"]
+            continue
+        assert rec["messageId"] not in quarantined
+        stored = {name: _deserialize(value) for name, value in row.items()}
+        assert {name: stored[name] for name in fields} == {
+            name: _plain(value) for name, value in fields.items()
         }
-        quarantined = {
-            m["MessageAttributes"]["original_message_id"]["StringValue"]: m
-            for m in world.dlq_messages()
-        }
-        for i, (rec, fields) in enumerate(zip(records, orders, strict=True)):
-            row = rows.get(f"o{i}")
-            if row is None:
-                attrs = quarantined[rec["messageId"]]["MessageAttributes"]
-                assert attrs["failure_kind"]["StringValue"] == "schema"
-                assert attrs["failure_reason"]["StringValue"]
-                continue
-            assert rec["messageId"] not in quarantined
-            stored = {name: _deserialize(value) for name, value in row.items()}
-            assert {name: stored[name] for name in fields} == {
-                name: _plain(value) for name, value in fields.items()
-            }
-            assert stored[env.ITEM_CLAIM_EVENT_ID] == f"e{i}"
-            # Published: the claim names the batch's receipt (issue 26), which lists it.
-            assert stored[env.ITEM_CLAIM_STATUS] == env.STATUS_PENDING
-            assert stored[env.ITEM_CLAIM_RECEIPT].startswith(env.RECEIPT_KEY_PREFIX)
+        assert stored[env.ITEM_CLAIM_EVENT_ID] == f"e{i}"
+        # Published: the claim names the batch's receipt (issue 26), which lists it.
+        assert stored[env.ITEM_CLAIM_STATUS] == env.STATUS_PENDING
+        assert stored[env.ITEM_CLAIM_RECEIPT].startswith(env.RECEIPT_KEY_PREFIX)

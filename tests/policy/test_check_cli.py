@@ -165,9 +165,13 @@ def test_text_report_shows_file_and_line(projects, capsys):
 
 
 def test_module_entry_point_runs_as_a_subprocess_with_the_documented_exit_codes(projects):
+    """The real `python -m` process exits 0 on a passing stack and 2, with the program's
+    error on stderr, when the program fails; its exit 1 with the JSON report on stdout is
+    proved by tests/policy/test_heldout_like.py's real process (a process costs seconds of
+    imports; `main` returns each code in-process above)."""
     root = Path(__file__).resolve().parents[2]
     results = {}
-    for key in ("good", "bad", "broken"):
+    for key in ("good", "broken"):
         proc = subprocess.run(
             [
                 sys.executable,
@@ -184,12 +188,12 @@ def test_module_entry_point_runs_as_a_subprocess_with_the_documented_exit_codes(
             cwd=root,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=120,  # a hang guard: a run takes a few seconds
             check=False,
         )
         results[key] = proc
-    assert [results[k].returncode for k in ("good", "bad", "broken")] == [0, 1, 2]
-    assert json.loads(results["bad"].stdout)["mode"] == "preview"
+    assert [results[k].returncode for k in ("good", "broken")] == [0, 2], results["broken"].stderr
+    assert json.loads(results["good"].stdout)["mode"] == "preview"
     assert "boom: no such bucket" in results["broken"].stderr
 
 

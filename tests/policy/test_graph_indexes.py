@@ -43,16 +43,22 @@ REFS = (
 PROP_VALUES = st.one_of(st.sampled_from(REFS), st.none(), st.just(UNKNOWN), st.integers(0, 2))
 
 
+# Strategies are built once, here, not inside the composites: hypothesis validates every new
+# strategy object it draws from, which cost more than the tests themselves.
+NODE_COUNTS = st.integers(0, 12)
+NODE_TYPES = st.sampled_from(TYPES)
+
+
 @st.composite
 def graphs(draw: st.DrawFn) -> Graph:
     nodes = []
-    for i in range(draw(st.integers(0, 12))):
+    for i in range(draw(NODE_COUNTS)):
         props = {
             key: value
             for key in ("arn", "url", "id", "name")
             if (value := draw(PROP_VALUES)) is not None
         }
-        nodes.append(Node(f"urn:{i}", draw(st.sampled_from(TYPES)), f"n{i}", props))
+        nodes.append(Node(f"urn:{i}", draw(NODE_TYPES), f"n{i}", props))
     return Graph(nodes)
 
 
@@ -111,6 +117,11 @@ def test_resolve_without_dependencies_picks_the_first_resource_holding_or_named_
 
 
 QUEUE_NAMES = ("a-dlq", "b-dlq", "c-dlq")
+QUEUE_COUNTS = st.integers(1, 4)
+QUEUE_NAME_VALUES = st.sampled_from((*QUEUE_NAMES, UNKNOWN))
+ALARM_COUNTS = st.integers(0, 6)
+DIMENSION = st.one_of(st.sampled_from((*QUEUE_NAMES, "elsewhere")), st.just(UNKNOWN))
+DIMENSIONS = st.one_of(st.just(UNKNOWN), st.fixed_dictionaries({"QueueName": DIMENSION}))
 
 
 @st.composite
@@ -118,19 +129,14 @@ def alarm_graphs(draw: st.DrawFn) -> Graph:
     """Queues (some with unknown names) and alarms with literal, unknown or missing
     QueueName dimensions, own metrics or metric queries, depending on random queues."""
     queues_ = [
-        Node(
-            f"urn:q{i}",
-            QUEUE,
-            f"q{i}",
-            {"name": draw(st.sampled_from((*QUEUE_NAMES, UNKNOWN)))},
-        )
-        for i in range(draw(st.integers(1, 4)))
+        Node(f"urn:q{i}", QUEUE, f"q{i}", {"name": draw(QUEUE_NAME_VALUES)})
+        for i in range(draw(QUEUE_COUNTS))
     ]
     urns = [q.urn for q in queues_]
-    dimension = st.one_of(st.sampled_from((*QUEUE_NAMES, "elsewhere")), st.just(UNKNOWN))
+    depends_on = st.lists(st.sampled_from(urns), max_size=2)  # the queues of this graph
     alarms = []
-    for i in range(draw(st.integers(0, 6))):
-        dims = draw(st.one_of(st.just(UNKNOWN), st.fixed_dictionaries({"QueueName": dimension})))
+    for i in range(draw(ALARM_COUNTS)):
+        dims = draw(DIMENSIONS)
         props: dict[str, Any]
         if draw(st.booleans()):
             props = {"metricName": "ApproximateNumberOfMessagesVisible", "dimensions": dims}
@@ -138,7 +144,7 @@ def alarm_graphs(draw: st.DrawFn) -> Graph:
         else:
             props = {"metricQueries": [{"metric": {"metricName": "X", "dimensions": dims}}]}
             prop = "metricQueries"
-        deps = draw(st.lists(st.sampled_from(urns), max_size=2))
+        deps = draw(depends_on)
         alarms.append(Node(f"urn:a{i}", ALARM, f"a{i}", props, prop_deps={prop: deps}))
     order = draw(st.permutations(queues_ + alarms))
     return Graph(order)

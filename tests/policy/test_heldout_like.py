@@ -12,7 +12,8 @@ Every run's policy config (`--config`) disables the opt-in rules (conftest.OPT_I
 team turns a policy off: these programs were written for the other rules.
 
 Every program runs once per mode through `policy.check.main(... --format json)` in-process
-(module-scoped cache); one subprocess run proves the real CLI path gives the same report.
+(computed once per session, even across xdist workers: tests/session_cache.py); one subprocess
+run proves the real CLI path gives the same report.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from idempotent_messaging.rules.pack import POLICIES
 from tests.policy.conftest import policy_config
 from tests.policy.test_corpus import PROGRAMS as CORPUS_PROGRAMS
 from tests.policy.test_corpus import expected as corpus_expected
+from tests.session_cache import SessionCache, session_directory
 
 pytestmark = pytest.mark.policy
 
@@ -86,13 +88,17 @@ def cli_args(program: str, mode: str, config: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def report(config_file: Path) -> Callable[[str, str], Report]:
-    cache: dict[tuple[str, str], Report] = {}
+def report(
+    config_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, str], Report]:
+    """Each (program, mode) report, run once per session even across xdist workers."""
+    cache = SessionCache(session_directory(tmp_path_factory, "heldout-reports"))
 
     def get(program: str, mode: str) -> Report:
-        if (program, mode) not in cache:
-            cache[(program, mode)] = run_cli(cli_args(program, mode, config_file))
-        return cache[(program, mode)]
+        code, rep = cache.get(
+            f"{program}-{mode}", lambda: run_cli(cli_args(program, mode, config_file))
+        )
+        return code, rep
 
     return get
 

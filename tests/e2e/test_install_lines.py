@@ -172,6 +172,13 @@ def resolved(
 
     def compute(directory: Path) -> dict[str, dict[str, Any]]:
         venv = make_venv(directory / "venv")
+        # PIP_DRY_RUN also reaches the pip that installs the build requirements of a source
+        # (setuptools, in an isolated build env), so a git source cannot be built under a dry
+        # run: it is built first for real, as a real install would, and pip's wheel cache
+        # (keyed by the commit) hands that build to the git line's dry runs.
+        git = f"git+{sources['REPO_URL']}@{sources['REF']}"
+        done = run_in(venv, f"pip wheel -q --no-deps -w {directory / 'git'} {git}", {}, directory)
+        assert done.returncode == 0, done.stderr[-3000:]
         by_request: dict[str, tuple[str, list[str]]] = {}
         out: dict[str, dict[str, Any]] = {}
         # The git line last: its own build is then the only one (its request matches a wheel's).

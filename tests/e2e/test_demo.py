@@ -4,9 +4,6 @@ emulator serving the ops CLI and new traffic, and a clean stop."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -20,20 +17,12 @@ from idempotent_messaging.local.demo import OUTCOME_MEANINGS, ConsumerReport, ch
 from idempotent_messaging.ops.cli import main as ops_main
 from idempotent_messaging.ops.outputs import DeployedConsumer
 from idempotent_messaging.runtime.observability import Outcome
+from tests.e2e.kept import HANG_GUARD_S, KeptProcess
+from tests.e2e.kept import environment as kept_environment
 
 pytestmark = pytest.mark.e2e
 
 PROJECT = Path(__file__).resolve().parents[2]
-
-
-def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            out, _ = proc.communicate()
-            pytest.fail(f"the demo did not keep running (rc={proc.returncode}):\n{out}")
-        time.sleep(0.3)
 
 
 def _visible(sqs: Any, url: str) -> int:
@@ -85,20 +74,11 @@ def test_each_invariant_fails_on_the_numbers_that_break_it(
 def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    env = {**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "idempotent_messaging.local.demo", "--stack", "dev", "--keep"],
-        cwd=PROJECT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    argv = [sys.executable, "-m", "idempotent_messaging.local.demo", "--stack", "dev", "--keep"]
     state = tmp_path / "dev.json"
-    try:
-        _wait_for(state, proc)
+    with KeptProcess(argv, PROJECT, kept_environment(tmp_path)) as kept:
+        kept.wait_for_line("The emulator keeps running at")
         endpoint = json.loads(state.read_text())["endpoint_url"]
-
         # The kept emulator answers the ops CLI: the DLQ holds the three poison messages.
         monkeypatch.setenv("EMULATOR_STATE_DIR", str(tmp_path))
         assert ops_main(["consumers", "--emulator", "--stack", "dev", "--json"]) == 0
@@ -139,21 +119,15 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
 
         table = outputs["orders_business_table_name"]
         dlq = outputs["orders_dlq_url"]
-        deadline = time.monotonic() + 20
+        # The kept poller polls every second; the bound is a hang guard, not a budget.
+        deadline = time.monotonic() + HANG_GUARD_S
         while _visible(outside_sqs, dlq) < 4:  # the demo's 3 poison + the outside one
             assert time.monotonic() < deadline, "the kept poller did not quarantine the poison"
             time.sleep(0.3)
         rows = ddb.scan(TableName=table)["Items"]
         assert [r["order_id"]["S"] for r in rows].count("kept-1") == 1
-    finally:
-        proc.send_signal(signal.SIGINT)  # Ctrl-C
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # never leave an emulator behind, even when Ctrl-C did not stop it
-            proc.communicate()
-            raise
-    assert proc.returncode == 0, out
+        out = kept.interrupt()  # Ctrl-C
+    assert kept.proc.returncode == 0, out
     assert "stopping the emulator" in out
     assert not state.exists()
     assert "RESULT: all invariants hold" in out

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,8 @@ from idempotent_messaging.local.demo import ConsumerReport, check_invariants
 from idempotent_messaging.local.report import StackReport
 from idempotent_messaging.ops.outputs import DeployedConsumer
 from tests.e2e.conftest import FIXTURES
+from tests.e2e.kept import KeptProcess
+from tests.e2e.kept import environment as kept_environment
 
 pytestmark = pytest.mark.e2e
 
@@ -157,38 +157,6 @@ def local_cli(
     )
 
 
-def test_the_command_sends_drains_and_reports_every_consumer(tmp_path: Path) -> None:
-    done = local_cli(
-        "--project", str(SHOP), "--stack", "e2e", "--one-row-per-event", "payments=event_id",
-        "send", "--queue", "payments", "--body", json.dumps(PAYMENT), "--count", "2",
-        "--duplicate",
-        state=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    out = done.stdout
-    assert out.startswith("=" * 78 + "\nREPORT  project=shop  stack=e2e")  # the report alone
-    for progress in (
-        "starting the embedded AWS emulator",
-        "deploying stack e2e of project shop",
-        "sent 4 message(s) to payments-e2e (each twice: a producer retry)",
-        "draining every event source mapping",
-    ):
-        assert progress in done.stderr and progress not in out, progress
-    for expected in (
-        "consumer audit-fn  (raw pulumi_aws",
-        "consumer payments  (IdempotentQueueConsumer",
-        "consumer shipments  (IdempotentQueueConsumer",
-        "[PASS] one row per event (payments-e2e-payments.event_id)",
-        "RESULT: OK (3 consumer(s), 1 declared invariant(s)",
-    ):
-        assert expected in out, expected
-    payments = out.split("consumer payments")[1].split("consumer shipments")[0]
-    assert "processed                    2" in payments
-    assert "duplicate_skipped            2" in payments
-    assert '"outcome"' not in out  # the handlers' lines went to the log file
-    assert '"outcome":"processed"' in (tmp_path / "local-e2e.log").read_text().replace(" ", "")
-
-
 def test_a_failed_declared_invariant_exits_1_and_json_alone_on_stdout_carries_the_numbers(
     tmp_path: Path,
 ) -> None:
@@ -290,13 +258,15 @@ def test_an_expected_alarm_the_stack_does_not_have_is_refused_before_any_traffic
 
 
 def test_a_stack_with_resources_the_emulator_does_not_hold_is_refused_by_name(
-    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    done = local_cli("--project", str(UNSUPPORTED), "--stack", "e2e", state=tmp_path)
-    assert done.returncode == 2
-    assert "aws:ec2/vpc:Vpc 'network': not supported" in done.stderr
-    assert "SQS, Lambda, DynamoDB, SNS, EventBridge Scheduler and CloudWatch" in done.stderr
-    assert "REPORT" not in done.stdout
+    code, out, err = run_cli(
+        capfd, monkeypatch, tmp_path, "--project", str(UNSUPPORTED), "--stack", "e2e"
+    )
+    assert code == 2
+    assert "aws:ec2/vpc:Vpc 'network': not supported" in err
+    assert "SQS, Lambda, DynamoDB, SNS, EventBridge Scheduler and CloudWatch" in err
+    assert "REPORT" not in out
 
 
 def test_without_the_local_extra_the_command_names_it(tmp_path: Path) -> None:
@@ -320,57 +290,65 @@ def test_without_the_local_extra_the_command_names_it(tmp_path: Path) -> None:
     assert "pip install 'idempotent-messaging[local]'" in api.stderr
 
 
-def test_a_kept_emulator_takes_sends_from_another_terminal_and_the_ops_cli(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "idempotent_messaging.local", "--project", str(SHOP),
-         "--stack", "e2e", "run", "--keep"],
-        cwd=REPOSITORY,
-        env={**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )  # fmt: skip
+def test_a_kept_emulator_reports_alone_on_stdout_and_takes_sends_from_another_terminal(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The command in its own process (`python -m idempotent_messaging.local`, the entry point
+    a user runs): its stdout is the report alone, progress on stderr, the handlers' lines in
+    the log file. Then the other terminal's commands (`send`, `report`, the ops CLI) run in
+    this process, which shares nothing with it but the state directory."""
+    from idempotent_messaging.ops.cli import main as ops_main
+
     state = tmp_path / "e2e.json"
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "e2e.report.json").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the local run did not keep running:\n{proc.communicate()[0]}")
-            time.sleep(0.3)
-        sent = local_cli(
+    argv = [sys.executable, "-m", "idempotent_messaging.local", "--project", str(SHOP),
+            "--stack", "e2e", "--one-row-per-event", "payments=event_id",
+            "run", "--keep"]  # fmt: skip
+    environment = kept_environment(tmp_path)
+    with KeptProcess(argv, REPOSITORY, environment, separate_stderr=True) as kept:
+        kept.wait_for_line("The emulator keeps running at")
+        assert (tmp_path / "e2e.report.json").is_file()
+        code, out, err = run_cli(
+            capfd, monkeypatch, tmp_path,
             "--project", str(SHOP), "--stack", "e2e",
             "send", "--queue", "payments", "--body", json.dumps(PAYMENT), "--duplicate",
-            state=tmp_path,
         )  # fmt: skip
-        assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-3000:]
-        assert "attached to the kept emulator at" in sent.stderr
-        assert sent.stdout.startswith("=" * 78 + "\nREPORT  project=shop")
-        payments = sent.stdout.split("consumer payments")[1].split("consumer shipments")[0]
+        assert code == 0, out[-3000:] + err[-3000:]
+        assert "attached to the kept emulator at" in err
+        assert "sent 2 message(s) to payments-e2e (each twice: a producer retry)" in err
+        assert out.startswith("=" * 78 + "\nREPORT  project=shop")  # the report alone
+        payments = out.split("consumer payments")[1].split("consumer shipments")[0]
         assert "messages sent                  2" in payments  # sent by the other process
         assert "processed                    1" in payments
         assert "duplicate_skipped            1" in payments
-        shown = local_cli("--project", str(SHOP), "--stack", "e2e", "report", state=tmp_path)
-        assert shown.returncode == 0 and "consumer payments" in shown.stdout
-        ops = subprocess.run(
-            [sys.executable, "-m", "idempotent_messaging.ops", "consumers", "--emulator",
-             "--stack", "e2e", "--json"],
-            cwd=REPOSITORY,
-            env={**os.environ, "EMULATOR_STATE_DIR": str(tmp_path)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )  # fmt: skip
-        assert ops.returncode == 0, ops.stderr
-        assert "payments" in {c["name"] for c in json.loads(ops.stdout)}
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
-    assert proc.returncode == 0, out
-    assert "stopping the emulator" in out
+        assert "[PASS] one row per event (payments-e2e-payments.event_id)" in payments
+        code, out, _ = run_cli(
+            capfd, monkeypatch, tmp_path, "--project", str(SHOP), "--stack", "e2e", "report"
+        )
+        assert code == 0 and "consumer payments" in out
+        capfd.readouterr()
+        assert ops_main(["consumers", "--emulator", "--stack", "e2e", "--json"]) == 0
+        ops = capfd.readouterr()
+        assert "payments" in {c["name"] for c in json.loads(ops.out)}, ops.err
+        out = kept.interrupt()
+    err = kept.errors
+    assert kept.proc.returncode == 0, out + err
+    assert "stopping the emulator" in err
     assert not state.exists()
+    # The run's own report, on stdout alone; its progress on stderr.
+    assert out.startswith("=" * 78 + "\nREPORT  project=shop  stack=e2e"), out[:500]
+    for progress in (
+        "starting the embedded AWS emulator",
+        "deploying stack e2e of project shop",
+        "draining every event source mapping",
+    ):
+        assert progress in err and progress not in out, progress
+    for expected in (
+        "consumer audit-fn  (raw pulumi_aws",
+        "consumer payments  (IdempotentQueueConsumer",
+        "consumer shipments  (IdempotentQueueConsumer",
+        "[PASS] one row per event (payments-e2e-payments.event_id)",
+        "RESULT: OK (3 consumer(s), 1 declared invariant(s)",
+    ):
+        assert expected in out, expected
+    assert '"outcome"' not in out + err  # the handlers' lines went to the log file
+    assert '"outcome":"processed"' in (tmp_path / "local-e2e.log").read_text().replace(" ", "")

@@ -1,5 +1,6 @@
 """The package as users get it, shared by every example test: the wheel is built ONCE per test
-session (per xdist worker) and installed into ONE fresh virtualenv.
+run (tests/e2e/packaging.py: every xdist worker reuses it) and installed into ONE fresh
+virtualenv.
 
 The wheel is `make dist`'s, built from a copy of what the sdist holds (the checkout stays clean
 of build/ and *.egg-info). The virtualenv holds it installed with --no-deps, console scripts
@@ -13,53 +14,38 @@ pyproject instead (test_inventory_example.py).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+from tests.e2e.packaging import REPOSITORY, build_once, built_wheel, make_venv
+
+__all__ = ["REPOSITORY", "site_packages"]
 
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPOSITORY / name, source / name)
-    shutil.copytree(
-        REPOSITORY / "src",
-        source / "src",
-        ignore=shutil.ignore_patterns("__pycache__", "venv", ".emulator", "*.egg-info"),
-    )
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("idempotent_messaging-*.whl")
-    return built
+    return built_wheel(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    python = root / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-         "--no-index", str(wheel)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    (site_packages(root) / "zz_dependencies.pth").write_text(
-        sysconfig.get_paths()["purelib"] + "\n"
-    )
-    yield root
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def build(directory: Path) -> None:
+        root = make_venv(directory / "venv", pip=False)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",
+             "-q", "--no-deps", "--no-index", str(wheel)],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+        (site_packages(root) / "zz_dependencies.pth").write_text(
+            sysconfig.get_paths()["purelib"] + "\n"
+        )
+
+    return build_once(tmp_path_factory, "examples-venv", build) / "venv"
 
 
 def site_packages(venv: Path) -> Path:

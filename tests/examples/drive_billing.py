@@ -1,5 +1,5 @@
 """Runs INSIDE the fresh virtualenv that holds the built wheel: the billing example (a fan-out
-over its own customers table, its own charge handler) under Pulumi mocks (``mocks``) or on the
+over its own customers table, its own charge handler) under Pulumi mocks (``mocks``) and/or on the
 embedded emulator through the package's Python API (``emulator``); prints one JSON document.
 
 Started by tests/examples/test_billing_example.py as ``<venv>/bin/python <this file> ...``;
@@ -16,7 +16,7 @@ from typing import Any
 
 import idempotent_messaging
 
-EXAMPLE, PART = Path(sys.argv[1]), sys.argv[2]
+EXAMPLE, PARTS = Path(sys.argv[1]), sys.argv[2:]
 STACK = "dev"
 MONTH = "2026-06"
 
@@ -97,6 +97,8 @@ def run_on_emulator() -> dict[str, Any]:
         }
 
 
-result = run_under_mocks() if PART == "mocks" else run_on_emulator()
+# Each part named on the command line, in order, in this one interpreter.
+PART_RUNNERS = {"mocks": run_under_mocks, "emulator": run_on_emulator}
+result: dict[str, Any] = {part: PART_RUNNERS[part]() for part in PARTS}
 result["package_file"] = idempotent_messaging.__file__
 print(json.dumps(result, default=repr))

@@ -1,5 +1,5 @@
 """Runs INSIDE the fresh virtualenv that holds the built wheel: the inventory example under
-Pulumi mocks (``mocks``) or on the embedded emulator (``emulator``); prints one JSON document.
+Pulumi mocks (``mocks``) and/or on the embedded emulator (``emulator``); prints one JSON document.
 
 Started by tests/examples/test_inventory_example.py as ``<venv>/bin/python <this file> ...``:
 a script's own directory is sys.path[0], so nothing of the repository is importable until the
@@ -16,7 +16,7 @@ from typing import Any
 
 import idempotent_messaging
 
-EXAMPLE, REPOSITORY, PART = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+EXAMPLE, REPOSITORY, PARTS = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 STACK = "dev"
 
 
@@ -81,6 +81,8 @@ def run_on_emulator() -> dict[str, Any]:
         }
 
 
-result = run_under_mocks() if PART == "mocks" else run_on_emulator()
+# Each part named on the command line, in order, in this one interpreter.
+PART_RUNNERS = {"mocks": run_under_mocks, "emulator": run_on_emulator}
+result: dict[str, Any] = {part: PART_RUNNERS[part]() for part in PARTS}
 result["package_file"] = idempotent_messaging.__file__
 print(json.dumps(result, default=repr))

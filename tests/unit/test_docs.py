@@ -23,6 +23,7 @@ import functools
 import importlib
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -512,6 +513,20 @@ def shell(command: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_documented(command: str) -> subprocess.CompletedProcess[str]:
+    """`command` as shown, run once per process for every spelling of the same executable
+    (`idempotent-messaging-check`, found on PATH in .venv/bin, and `.venv/bin/...` are one)."""
+    first, _, rest = command.partition(" ")
+    found = REPO / first if "/" in first else shutil.which(first, path=environment()["PATH"])
+    key = (str(found or first), rest)
+    if key not in _RUNS:  # the first spelling shown runs; the same executable is the same run
+        _RUNS[key] = shell(command)
+    return _RUNS[key]
+
+
+_RUNS: dict[tuple[str, str], subprocess.CompletedProcess[str]] = {}
+
+
 def test_every_shell_command_is_run_here_or_mapped_to_what_stands_in_for_it() -> None:
     documented = documented_commands()
     unaccounted = {
@@ -548,7 +563,7 @@ KNOWN_BROKEN: Mapping[str, str] = {}
     ],
 )
 def test_a_documented_command_runs_here(command: str) -> None:
-    done = shell(command)
+    done = run_documented(command)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"`{command}` exited {done.returncode}:\n{output[-3000:]}"
     for expected in RUN[command]:

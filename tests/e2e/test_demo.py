@@ -142,7 +142,9 @@ def test_demo_keeps_every_invariant_and_keep_serves_the_ops_cli(
         "[PASS] one business row per event",
         "[PASS] >= 1 notification per event",
         "[PASS] nothing lost",
-        "endpoint does not support StartMessageMoveTask",
+        # The manual move by default (ops redrive): every first-seen time carried or
+        # established, never SQS's native move task.
+        "ops redrive moved 4 message(s) back to the queue",
         f"aws --endpoint-url {endpoint} sqs list-queues",
         # The DLQ holds the poison: its alarm would fire, as the scenario means it to.
         "ALARM orders-dev-dlq-not-empty",

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import textwrap
+import traceback
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
-from idempotent_messaging.offline import main
+from idempotent_messaging.offline import main, runner
 from idempotent_messaging.offline.report import EXIT_FINDINGS, EXIT_REFUSED
 
 pytestmark = pytest.mark.policy
@@ -169,3 +171,48 @@ def test_plan_findings_with_source_positions_keep_the_program_line(
     reports = _reports(["--state", str(PLANS / "fifo-flip-replace.json")], capsys)
     plan = _assert_placed(reports, "__main__.py")
     assert {(v["name"], v["line"]) for v in plan} == {("orders-dlq", 4), ("orders", 9)}
+
+
+def test_the_memoised_frame_positions_are_the_sdks_own() -> None:
+    """The offline engine memoises Pulumi's per-frame source position (offline/runner.py): for
+    every frame of a real stack, a frame without a line and one without a file, the memoised
+    answer equals the SDK's, asked once and asked again (from the cache)."""
+    frames = [
+        *traceback.extract_stack(),
+        traceback.FrameSummary("/srv/app/__main__.py", None, "x", lookup_line=False),
+        traceback.FrameSummary("", 3, "x", lookup_line=False),
+        traceback.FrameSummary("relative/name with space.py", 7, "x", lookup_line=False),
+    ]
+    for _ in range(2):
+        for frame in frames:
+            assert runner._frame_position(frame) == runner._FRAME_POSITION(frame), frame
+    assert runner._FRAME_POSITION is not runner._frame_position
+
+
+def test_a_program_run_places_each_resource_where_the_sdk_does(tmp_path: Path) -> None:
+    """One program, run by the engine with and without the memo: every recorded resource has
+    the same file and line."""
+    program = tmp_path / "__main__.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            import pulumi_aws as aws
+
+            dlq = aws.sqs.Queue("dlq")
+            queue = aws.sqs.Queue(
+                "queue",
+                visibility_timeout_seconds=60,
+            )
+            """
+        )
+    )
+    (tmp_path / "Pulumi.yaml").write_text("name: placed\nruntime: python\n")
+
+    def places() -> dict[str, tuple[Any, Any]]:
+        run = runner.run_program(tmp_path, stack="dev", preview=False)
+        return {r.name: (r.source_file, r.source_line) for r in run.resources}
+
+    memoised = places()
+    with mock.patch.object(runner, "_frame_position", runner._FRAME_POSITION):
+        assert places() == memoised
+    assert memoised["queue"] == (str(program), 5)

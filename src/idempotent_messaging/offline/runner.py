@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import importlib.util
 import os
 import runpy
@@ -44,6 +45,7 @@ from typing import Any, TypeVar
 from unittest import mock
 
 import pulumi
+import pulumi.runtime.resource
 from google.protobuf import struct_pb2
 from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs
 from pulumi.runtime.settings import SETTINGS
@@ -332,6 +334,23 @@ class Provenance:
         return out
 
 
+# Pulumi's SDK records where each resource is declared: on every registration it converts
+# EVERY frame of the stack to a file URI (resource.py, _get_stack_trace / rpc_frame), about a
+# fifth of a mocked program's CPU under a deep caller (the check's CLI, a test). The conversion
+# depends on the frame's file and line alone, so it is memoised on them; the engine receives
+# the same positions (tests/policy/test_secrets_and_places.py).
+_FRAME_POSITION = pulumi.runtime.resource._get_source_position_for_frame
+
+
+@functools.lru_cache(maxsize=16384)
+def _position_at(filename: str, lineno: int | None) -> Any:
+    return _FRAME_POSITION(traceback.FrameSummary(filename, lineno, "", lookup_line=False))
+
+
+def _frame_position(frame: traceback.FrameSummary) -> Any:
+    return _position_at(frame.filename, frame.lineno)
+
+
 def _execute(
     body: Callable[[], Any],
     *,
@@ -362,6 +381,9 @@ def _execute(
         with (
             mock.patch.object(pulumi.StackReference, "get_output", get_output),
             mock.patch.object(pulumi.StackReference, "require_output", get_output),
+            mock.patch.object(
+                pulumi.runtime.resource, "_get_source_position_for_frame", _frame_position
+            ),
             unknowns.engine_patches(),
         ):
             try:

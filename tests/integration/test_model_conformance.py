@@ -80,6 +80,9 @@ TOPIC = "order-notifications"
 DLQ = "orders-dlq"
 DAY = 86_400
 HANG_GUARD_S = 300.0
+HOLD_S = 300
+"""The visibility timeout of the replay's own receives: longer than any replay, so a message
+received and not released stays out of the next receive (no timing to race)."""
 """How long the driver and an invocation's thread wait for each other: a hang guard, not a
 budget. A step takes milliseconds (well under a second on a loaded 2-core machine); only a
 thread that never parks again reaches it, and the replay then fails naming the invocation."""
@@ -340,6 +343,7 @@ class World:
         self.shadow = {name: self.client(name) for name in ("dynamodb", "sns", "sqs")}
         self.by_thread: dict[int, Invocation] = {}
         self.used: set[str] = set()  # the tables and queues to empty at the next reset
+        self.left: dict[str, list[dict[str, Any]]] = {}  # their items, when known
         self.runtime_clients = {name: self.client(name) for name in ("dynamodb", "sns", "sqs")}
         for client in self.runtime_clients.values():
             client.meta.events.register("before-parameter-build.*.*", self._stash)
@@ -390,11 +394,13 @@ class World:
         """Empty the tables and queues the last replay used, as a fresh world has them: the
         items deleted, each queue deleted and created again under its name (its URL, ARN and
         the topic's subscription stay; no message, in flight or not, and no FIFO
-        deduplication id remains). The next replay's are the ones to empty next time."""
+        deduplication id remains). The next replay's are the ones to empty next time. A
+        replay that ended with its final comparison left what it read there (``left``: the
+        items of its tables, nothing writes after it); any other is read again."""
         ddb = self.shadow["dynamodb"]
         for table in self.used & set(TABLES):
             key = TABLES[table]
-            items = _scan(ddb, table, key)
+            items = self.left[table] if table in self.left else _scan(ddb, table, key)
             for chunk in range(0, len(items), 25):
                 left = ddb.batch_write_item(
                     RequestItems={
@@ -409,6 +415,7 @@ class World:
             self.shadow["sqs"].delete_queue(QueueUrl=self.queues[name])
             assert self._create_queue(name) == self.queues[name], name
         self.used = {DLQ + (".fifo" if fifo else ""), "notifications", STATE_TABLE, business_table}
+        self.left = {}
         self.by_thread.clear()
 
 
@@ -775,7 +782,7 @@ class Replay:
                     MaxNumberOfMessages=10,
                     MessageAttributeNames=["All"],
                     AttributeNames=["All"],
-                    VisibilityTimeout=30,
+                    VisibilityTimeout=HOLD_S,
                     WaitTimeSeconds=0,
                 )
                 .get("Messages", [])
@@ -987,29 +994,41 @@ class Replay:
         items = self.shadow["dynamodb"].scan(TableName=table, ConsistentRead=True)["Items"]
         return {item[key]["S"]: item for item in items}
 
-    def claims(self) -> dict[str, dict[str, Any]]:
+    def state_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.shadow["dynamodb"].scan(
+            TableName=STATE_TABLE, ConsistentRead=True
+        )["Items"]
+        return items
+
+    def claims(
+        self,
+        rows: dict[str, dict[str, Any]] | None = None,
+        state: list[dict[str, Any]] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """The claims (``rows``/``state``: the business rows and state-table items, when
+        already read)."""
         if self.item:
             return {
                 e: {"status": r[env.ITEM_CLAIM_STATUS]["S"], "owed": env.ITEM_CLAIM_OWED in r}
-                for e, r in self.rows().items()
+                for e, r in (self.rows() if rows is None else rows).items()
                 if env.ITEM_CLAIM_EVENT_ID in r
             }
-        items = self.shadow["dynamodb"].scan(TableName=STATE_TABLE, ConsistentRead=True)["Items"]
+        items = self.state_items() if state is None else state
         return {
             i[env.EVENT_ID_KEY]["S"]: {"status": i["status"]["S"], "owed": "owed_notification" in i}
             for i in items
             if not is_receipt(i)
         }
 
-    def receipts(self) -> list[list[str]]:
+    def receipts(self, state: list[dict[str, Any]] | None = None) -> list[list[str]]:
         """The event ids each publication receipt lists (sorted)."""
-        items = self.shadow["dynamodb"].scan(TableName=STATE_TABLE, ConsistentRead=True)["Items"]
+        items = self.state_items() if state is None else state
         return sorted(sorted(i[env.RECEIPT_PUBLISHED]["SS"]) for i in items if is_receipt(i))
 
-    def effects(self) -> dict[str, list[int]]:
+    def effects(self, rows: dict[str, dict[str, Any]] | None = None) -> dict[str, list[int]]:
         """Per event id, the body variants applied (one per application)."""
         out: dict[str, list[int]] = {}
-        for event_id, row in self.rows().items():
+        for event_id, row in (self.rows() if rows is None else rows).items():
             if self.article:  # keyed by order: the event is the one the row records
                 applied = row[env.ROW_EVENT_ID]["S"]
                 out.setdefault(applied, []).append(AMOUNTS.index(int(row["amount"]["N"])))
@@ -1022,26 +1041,32 @@ class Replay:
         return out
 
     def notes(self) -> Counter[str]:
+        """Every notification delivered, by event id: each received once (then invisible for
+        the rest of the replay; the next replay's reset empties the queue)."""
         counts: Counter[str] = Counter()
         while True:
             got = (
                 self.shadow["sqs"]
-                .receive_message(QueueUrl=self.notes_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+                .receive_message(
+                    QueueUrl=self.notes_url,
+                    MaxNumberOfMessages=10,
+                    VisibilityTimeout=HOLD_S,
+                    WaitTimeSeconds=0,
+                )
                 .get("Messages", [])
             )
             if not got:
                 return counts
             for m in got:
                 counts[json.loads(m["Body"])["event_id"]] += 1
-                self.shadow["sqs"].delete_message(
-                    QueueUrl=self.notes_url, ReceiptHandle=m["ReceiptHandle"]
-                )
 
-    def dlq_copies(self) -> list[tuple[int, str, bool]]:
-        """(content, kind, has a reason) of every DLQ message ("" kind: a bare copy)."""
+    def dlq_copies(self, release: bool = True) -> list[tuple[int, str, bool]]:
+        """(content, kind, has a reason) of every DLQ message ("" kind: a bare copy); made
+        visible again unless ``release`` is false (the final read)."""
         held = self._dlq_all()
         assert len(held) < 10, "one receive must see the whole DLQ (moto: FIFO groups)"
-        self._release(held)
+        if release:
+            self._release(held)
         return [self._copy(m) for m in held]
 
     def check_acknowledged(
@@ -1062,8 +1087,11 @@ class Replay:
         )
 
     def compare(self, final: State) -> None:
-        effects, claims, notes = self.effects(), self.claims(), self.notes()
-        copies = self.dlq_copies()
+        rows, state = self.rows(), self.state_items()
+        # What the next reset deletes (nothing writes after this read).
+        self.world.left = {self.business_table: list(rows.values()), STATE_TABLE: state}
+        effects, claims, notes = self.effects(rows), self.claims(rows, state), self.notes()
+        copies = self.dlq_copies(release=False)
         names = self.config.events
         model_effects = {names[e]: list(b) for e, b in enumerate(final.effects) if b}
         model_claims = {
@@ -1085,7 +1113,7 @@ class Replay:
         listed: dict[int, list[str]] = {}
         for receipt, event, _ in final.receipts:
             listed.setdefault(receipt, []).append(names[event])
-        _same(self.receipts(), sorted(sorted(v) for v in listed.values()), "receipts")
+        _same(self.receipts(state), sorted(sorted(v) for v in listed.values()), "receipts")
         # The invariants, on the real resources alone.
         for event_id, applied in effects.items():
             _holds(len(applied) <= 1, f"at-most-once: {event_id} applied {len(applied)} times")

@@ -1296,18 +1296,18 @@ class _World:
         moved = False
         for claim in self.claims:
             if claim is not None:
-                rid = claim[_CLAIM_RECEIPT]
+                rid = claim.receipt
                 if rid >= 0 and rid not in ids:
                     moved = moved or rid != len(ids)
                     ids[rid] = len(ids)
         invs = sorted(self.invs)
         for inv in invs:
-            rid = inv[_INV_RECEIPT]
+            rid = inv.receipt
             if rid >= 0 and rid not in ids:
                 moved = moved or rid != len(ids)
                 ids[rid] = len(ids)
-            for r in inv[_INV_RECS]:
-                rid = r[_REC_FOUND]
+            for r in inv.recs:
+                rid = r.found
                 if rid >= 0 and rid not in ids:
                     moved = moved or rid != len(ids)
                     ids[rid] = len(ids)
@@ -1328,7 +1328,7 @@ class _World:
             return
         mapped = {-1: -1, **ids}
         self.claims = [
-            None if c is None else _claim((*c[:_CLAIM_RECEIPT], mapped[c[_CLAIM_RECEIPT]]))
+            None if c is None else _claim((*c[:_CLAIM_RECEIPT], mapped[c.receipt]))
             for c in self.claims
         ]
         self.invs = [
@@ -1336,13 +1336,13 @@ class _World:
                 (
                     *inv[:_INV_RECS],
                     tuple(
-                        _rec((*r[:_REC_FOUND], mapped[r[_REC_FOUND]], *r[_REC_FOUND + 1 :]))
-                        if r[_REC_FOUND] >= 0
+                        _rec((*r[:_REC_FOUND], mapped[r.found], *r[_REC_FOUND + 1 :]))
+                        if r.found >= 0
                         else r
-                        for r in inv[_INV_RECS]
+                        for r in inv.recs
                     ),
                     *inv[_INV_RECS + 1 : _INV_RECEIPT],
-                    mapped[inv[_INV_RECEIPT]],
+                    mapped[inv.receipt],
                 )
             )
             for inv in invs

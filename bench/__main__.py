@@ -82,6 +82,25 @@ QUICK = Plan(
     import_reps=2,
     floor_calls=40,
 )
+# The harness test's plan (tests/integration/test_bench_quick.py, inside `make test`): every
+# benchmark and every target once, on the fewest messages that still take every path (two
+# batches of 10, a duplicate, a throttle retried), so that the test proves the harness runs end
+# to end and prints every target with its value. Its numbers are not measurements: MISS lines
+# are expected and explained, and it refuses to overwrite the committed bench/results.json.
+SMOKE = Plan(
+    consumer_messages=20,
+    consumer_reps=1,
+    throttle_messages=4,
+    throttle_reps=1,
+    dispatch_items=200,
+    dispatch_baseline_items=20,
+    dispatch_reps=1,
+    policy_sizes=(2, 4),
+    policy_reps=1,
+    import_reps=1,
+    floor_calls=10,
+)
+PLANS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
 def log(message: str) -> None:
@@ -553,7 +572,15 @@ def _render_model(results: dict[str, Any]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    parser.add_argument(
+        "--plan",
+        choices=tuple(PLANS),
+        default=None,
+        help="how much work: full (the default), quick (small sizes, about two minutes), smoke "
+        "(the harness test's tiny sizes: proves every benchmark and target runs, measures "
+        "nothing; needs --output)",
+    )
+    parser.add_argument("--quick", action="store_true", help="the same as --plan quick")
     parser.add_argument(
         "--only",
         choices=("consumer", "dispatch", "policy", "coldstart"),
@@ -578,7 +605,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=model.DEFAULT_INPUTS,
         help="latency figures, prices and billing assumptions of the AWS model (TOML)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.quick and args.plan not in (None, "quick"):
+        parser.error(f"--quick and --plan {args.plan} contradict each other: give one")
+    args.plan = args.plan or ("quick" if args.quick else "full")
+    if args.plan == "smoke" and args.output.resolve() == RESULTS and not args.render_from:
+        parser.error(
+            "--plan smoke measures nothing worth keeping: give --output (it must not replace "
+            f"the committed {RESULTS.name} and the docs generated from it)"
+        )
+    return args
 
 
 def _model_meta(path: Path, inputs: ModelInputs) -> dict[str, Any]:
@@ -626,12 +662,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_from:
         return rerender(args.render_from)
-    plan = QUICK if args.quick else FULL
+    plan = PLANS[args.plan]
     inputs = model.load_inputs(args.model_inputs)  # before any work: a bad file fails at once
     selected = set(args.only or ("consumer", "dispatch", "policy", "coldstart"))
     started = time.perf_counter()
     results: dict[str, Any] = {
-        "mode": "quick" if args.quick else "full",
+        "mode": args.plan,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "plan": plan.__dict__,

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -79,7 +79,13 @@ ARTICLE_TABLE = "article_order_records"  # the source article's: keyed by order_
 TOPIC = "order-notifications"
 DLQ = "orders-dlq"
 DAY = 86_400
-WAIT_S = 20.0
+HANG_GUARD_S = 300.0
+HOLD_S = 300
+"""The visibility timeout of the replay's own receives: longer than any replay, so a message
+received and not released stays out of the next receive (no timing to race)."""
+"""How long the driver and an invocation's thread wait for each other: a hang guard, not a
+budget. A step takes milliseconds (well under a second on a loaded 2-core machine); only a
+thread that never parks again reaches it, and the replay then fails naming the invocation."""
 FEATURES = Features.of_code()
 AMOUNTS = (1200, 3400)  # body variant 0 and 1 of an event
 
@@ -210,6 +216,16 @@ class SimMessage:
     attributes: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
+class Abandoned(BaseException):
+    """Raised in an invocation's thread at its parking point when its replay is over (done or
+    failed): the thread unwinds out of the consumer (``except Exception`` cannot swallow it)
+    and ends, instead of running on into a later test."""
+
+
+_THREADS: list[threading.Thread] = []
+"""Every invocation thread this module started (the fixture below checks that each ended)."""
+
+
 class Invocation:
     """One consumer invocation in its own thread, parked at every point the model names."""
 
@@ -222,9 +238,9 @@ class Invocation:
         self.late = False
         self.params: dict[str, Any] = {}
         self.parked: tuple[str, Any] = ("starting", None)
-        clients = replay.runtime_clients
+        clients = replay.world.runtime_clients
         self.runtime = Runtime(replay.settings, clients["dynamodb"], clients["sns"], clients["sqs"])
-        self.thread = threading.Thread(target=self._main, daemon=True, name=f"i{iid}")
+        self.thread = threading.Thread(target=self._main, daemon=True, name=f"replay-i{iid}")
 
     # --- in the thread -------------------------------------------------------------------------
     def get_remaining_time_in_millis(self) -> int:
@@ -250,15 +266,23 @@ class Invocation:
 
     def _park(self, kind: str, info: Any) -> Any:
         self.to_driver.put((kind, info))
-        return self.to_thread.get(timeout=WAIT_S)
+        try:
+            command = self.to_thread.get(timeout=HANG_GUARD_S)
+        except queue.Empty:  # the driver is gone: end, never run on (see Abandoned)
+            raise Abandoned(f"i{self.iid}: no command for {HANG_GUARD_S} s") from None
+        if command == "abandon":
+            raise Abandoned(f"i{self.iid}: its replay is over")
+        return command
 
     def _main(self) -> None:
         event = {"Records": self.records}
-        self.replay.by_thread[threading.get_ident()] = self
+        self.replay.world.by_thread[threading.get_ident()] = self
         try:
             response = self.replay.consumer.process(event, self, self.runtime)
         except Crash:
             self.to_driver.put(("dead", None))
+            return
+        except Abandoned:
             return
         except BaseException as exc:  # a failure of the harness or the code: the driver fails
             self.to_driver.put(("error", exc))
@@ -267,14 +291,15 @@ class Invocation:
 
     # --- from the driver -----------------------------------------------------------------------
     def start(self) -> None:
+        _THREADS.append(self.thread)
         self.thread.start()
         self.wait()
 
     def wait(self) -> tuple[str, Any]:
         try:
-            self.parked = self.to_driver.get(timeout=WAIT_S)
+            self.parked = self.to_driver.get(timeout=HANG_GUARD_S)
         except queue.Empty:
-            raise Drift(f"i{self.iid} did not reach its next point") from None
+            raise Drift(f"i{self.iid} did not reach its next point in {HANG_GUARD_S} s") from None
         if self.parked[0] == "error":
             raise self.parked[1]
         return self.parked
@@ -283,11 +308,156 @@ class Invocation:
         self.to_thread.put(command)
         return self.wait()
 
+    def join(self) -> None:
+        """Wait for the thread's end (it returned, died, or was abandoned); fail if it lives."""
+        self.thread.join(HANG_GUARD_S)
+        if self.thread.is_alive():
+            raise AssertionError(f"i{self.iid}'s thread did not end in {HANG_GUARD_S} s")
+
+    def stop(self) -> None:
+        """End the thread wherever it is parked (the replay is over)."""
+        if self.thread.is_alive():
+            self.to_thread.put("abandon")
+        self.join()
+
+
+ITEM_KEY = ORDERS.effect.key[0] if ORDERS.effect else "event_id"
+TABLES = {
+    STATE_TABLE: env.EVENT_ID_KEY,
+    ORDERS_TABLE: ITEM_KEY,
+    EFFECTS_TABLE: "event_id",
+    ARTICLE_TABLE: orders_by_order.ORDER_KEY,
+}
+
+
+class World:
+    """The moto resources every replay of this module runs on (created once per module: a
+    world costs about as much as a short trace), emptied before each replay: the tables, the
+    topic, a standard and a FIFO DLQ, and a queue subscribed to the topic. The consumer's
+    clients park the calling invocation's thread (``by_thread``: the invocation each thread
+    runs, whichever replay it belongs to)."""
+
+    def __init__(self) -> None:
+        # One botocore session (loaded service models cached): a client costs milliseconds.
+        self.session = boto3.session.Session(botocore_session=_BOTOCORE, region_name=REGION)
+        self.shadow = {name: self.client(name) for name in ("dynamodb", "sns", "sqs")}
+        self.by_thread: dict[int, Invocation] = {}
+        self.used: set[str] = set()  # the tables and queues to empty at the next reset
+        self.left: dict[str, list[dict[str, Any]]] = {}  # their items, when known
+        self.runtime_clients = {name: self.client(name) for name in ("dynamodb", "sns", "sqs")}
+        for client in self.runtime_clients.values():
+            client.meta.events.register("before-parameter-build.*.*", self._stash)
+            client.meta.events.register_first("before-call.*.*", self._before_call)
+        ddb, sns, sqs = self.shadow["dynamodb"], self.shadow["sns"], self.shadow["sqs"]
+        for table, key in TABLES.items():
+            ddb.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        self.topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
+        self.queues = {
+            name: self._create_queue(name) for name in (DLQ, DLQ + ".fifo", "notifications")
+        }
+        self.notes_url = self.queues["notifications"]
+        arn = sqs.get_queue_attributes(QueueUrl=self.notes_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        sns.subscribe(
+            TopicArn=self.topic_arn,
+            Protocol="sqs",
+            Endpoint=arn,
+            Attributes={"RawMessageDelivery": "true"},
+        )
+
+    def client(self, name: str) -> Any:
+        return self.session.client(name, config=BOTOCORE_CONFIG)
+
+    def dlq_url(self, fifo: bool) -> str:
+        return self.queues[DLQ + (".fifo" if fifo else "")]
+
+    def _create_queue(self, name: str) -> str:
+        attributes = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
+        url: str = self.shadow["sqs"].create_queue(QueueName=name, Attributes=attributes)[
+            "QueueUrl"
+        ]
+        return url
+
+    def _stash(self, params: dict[str, Any], **_: Any) -> None:
+        self.by_thread[threading.get_ident()].stash(params)
+
+    def _before_call(self, model: Any, **_: Any) -> Any:
+        return self.by_thread[threading.get_ident()].before_call(model)
+
+    def reset(self, fifo: bool, business_table: str) -> None:
+        """Empty the tables and queues the last replay used, as a fresh world has them: the
+        items deleted, each queue deleted and created again under its name (its URL, ARN and
+        the topic's subscription stay; no message, in flight or not, and no FIFO
+        deduplication id remains). The next replay's are the ones to empty next time. A
+        replay that ended with its final comparison left what it read there (``left``: the
+        items of its tables, nothing writes after it); any other is read again."""
+        ddb = self.shadow["dynamodb"]
+        for table in self.used & set(TABLES):
+            key = TABLES[table]
+            items = self.left[table] if table in self.left else _scan(ddb, table, key)
+            for chunk in range(0, len(items), 25):
+                left = ddb.batch_write_item(
+                    RequestItems={
+                        table: [
+                            {"DeleteRequest": {"Key": {key: item[key]}}}
+                            for item in items[chunk : chunk + 25]
+                        ]
+                    }
+                )["UnprocessedItems"]
+                assert not left, f"{table}: the reset left {left}"
+        for name in self.used - set(TABLES):
+            self.shadow["sqs"].delete_queue(QueueUrl=self.queues[name])
+            assert self._create_queue(name) == self.queues[name], name
+        self.used = {DLQ + (".fifo" if fifo else ""), "notifications", STATE_TABLE, business_table}
+        self.left = {}
+        self.by_thread.clear()
+
+
+def _scan(ddb: Any, table: str, key: str) -> list[dict[str, Any]]:
+    """Every item's key (moto returns a small table in one page; followed anyway)."""
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": True,
+        "ProjectionExpression": "#k",
+    }
+    kwargs["ExpressionAttributeNames"] = {"#k": key}
+    while True:
+        page = ddb.scan(**kwargs)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    """One moto world for the module's replays (each replay empties it first)."""
+    with mock_aws():
+        yield World()
+
+
+@pytest.fixture(autouse=True)
+def every_invocation_thread_ends() -> Iterator[None]:
+    """No invocation thread outlives its test: each replay stops its threads (``Replay.close``);
+    one still alive here fails the test loudly (it would run on, and print, into a later one)."""
+    yield
+    alive = [t.name for t in _THREADS if t.is_alive()]
+    _THREADS.clear()
+    assert not alive, f"invocation threads still running after the test: {alive}"
+
 
 class Replay:
-    """One trace on one fresh moto world."""
+    """One trace on the module's world, emptied first."""
 
-    def __init__(self, case: Case, trace: Trace) -> None:
+    def __init__(self, world: World, case: Case, trace: Trace) -> None:
+        self.world = world
         self.case = case
         self.trace = trace
         self.config = trace.config
@@ -295,22 +465,17 @@ class Replay:
         self.fifo = trace.config.fifo
         self.t0 = int(time.time())
         self.clock = 0
-        # One botocore session (loaded service models cached): a client costs milliseconds.
-        self.session = boto3.session.Session(botocore_session=_BOTOCORE, region_name=REGION)
-        self.shadow = {name: self.client(name) for name in ("dynamodb", "sns", "sqs")}
-        # The consumer's clients: their hooks park the calling invocation's thread.
-        self.by_thread: dict[int, Invocation] = {}
-        self.runtime_clients = {name: self.client(name) for name in ("dynamodb", "sns", "sqs")}
-        for client in self.runtime_clients.values():
-            client.meta.events.register("before-parameter-build.*.*", self._stash)
-            client.meta.events.register_first("before-call.*.*", self._before_call)
         self.item = case.consumer == "orders"
         self.article = case.consumer == "article"
         self.business_table = (
             ORDERS_TABLE if self.item else ARTICLE_TABLE if self.article else EFFECTS_TABLE
         )
-        self.item_key = ORDERS.effect.key[0] if ORDERS.effect else "event_id"
-        self._create()
+        world.reset(self.fifo, self.business_table)
+        self.shadow = world.shadow
+        self.topic_arn = world.topic_arn
+        self.dlq_url = world.dlq_url(self.fifo)
+        self.notes_url = world.notes_url
+        self.item_key = ITEM_KEY
         ttl = trace.config.claim_ttl if trace.config.time else 90
         if "ttl-shorter-than-retention" in trace.config.mutations:  # pragma: no cover
             raise AssertionError("mutations are not replayed")
@@ -353,50 +518,12 @@ class Replay:
             )
         self.queue: dict[int, SimMessage] = {}
         self.invs: dict[int, Invocation] = {}
+        self.started: list[Invocation] = []  # every invocation, popped or not
         self.acknowledged: list[str] = []  # event ids of successful PublishBatch entries
         self.published: dict[str, str] = {}
         self.bare: dict[str, int] = {}  # DLQ message id of a bare copy -> its message
         self.gone: list[tuple[int, str, bool]] = []  # DLQ copies redriven or expired
         self.expired: list[tuple[int, str, bool]] = []  # ... of which expired (retention)
-
-    def client(self, name: str) -> Any:
-        return self.session.client(name, config=BOTOCORE_CONFIG)
-
-    def _stash(self, params: dict[str, Any], **_: Any) -> None:
-        self.by_thread[threading.get_ident()].stash(params)
-
-    def _before_call(self, model: Any, **_: Any) -> Any:
-        return self.by_thread[threading.get_ident()].before_call(model)
-
-    def _create(self) -> None:
-        ddb, sns, sqs = self.shadow["dynamodb"], self.shadow["sns"], self.shadow["sqs"]
-        for table, key in (
-            (STATE_TABLE, env.EVENT_ID_KEY),
-            (ORDERS_TABLE, self.item_key),
-            (EFFECTS_TABLE, "event_id"),
-            (ARTICLE_TABLE, orders_by_order.ORDER_KEY),
-        ):
-            ddb.create_table(
-                TableName=table,
-                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
-        self.topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
-        attributes = {"FifoQueue": "true"} if self.fifo else {}
-        self.dlq_url = sqs.create_queue(
-            QueueName=DLQ + (".fifo" if self.fifo else ""), Attributes=attributes
-        )["QueueUrl"]
-        self.notes_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=self.notes_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
-        sns.subscribe(
-            TopicArn=self.topic_arn,
-            Protocol="sqs",
-            Endpoint=arn,
-            Attributes={"RawMessageDelivery": "true"},
-        )
 
     # --- contents -------------------------------------------------------------------------------
     def event_name(self, event: int) -> str:
@@ -422,6 +549,12 @@ class Replay:
         raise AssertionError(f"a body no content has: {body!r}")
 
     # --- the trace ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every invocation thread, wherever the replay ended (done, or failed at a
+        step); a thread that does not end fails the replay."""
+        for inv in self.started:
+            inv.stop()
+
     def run(self) -> None:
         for c in self.model.initial().queue:
             self._enqueue(c.mid, c.content, c.group, c.sent_at, {})
@@ -476,6 +609,7 @@ class Replay:
         records = [self.record(self.queue[mid], rc) for mid, _, rc in batch]
         inv = Invocation(self, iid, records)
         self.invs[iid] = inv
+        self.started.append(inv)
         inv.start()
         self._expect_parked(inv, after)
 
@@ -532,14 +666,14 @@ class Replay:
                 raise Drift(f"i{inv.iid} did not die: {kind}")
         elif inv.parked[0] != "return":
             raise Drift(f"i{inv.iid}: crash at {inv.parked}")
-        inv.thread.join(WAIT_S)
+        inv.join()
 
     def step_return(self, step: Step, before: State, after: State) -> None:
         inv = self.invs.pop(step[1])
         kind, response = inv.parked
         if kind != "return":
             raise Drift(f"i{inv.iid}: the model returns, the code is at {inv.parked}")
-        inv.thread.join(WAIT_S)
+        inv.join()
         model_inv = self._model_inv(before, inv.iid)
         by_real = {r["messageId"]: r for r in inv.records}
         real_failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
@@ -550,9 +684,12 @@ class Replay:
                 f"i{inv.iid} reports failed {sorted(mids[i] for i in real_failed)}, the model "
                 f"{sorted(mids[i] for i in model_failed)}"
             )
-        for real_id in set(by_real) - real_failed:
-            m = self.queue.pop(mids[real_id])
-            self.check_acknowledged(m)
+        # What the mapping deletes, read once: nothing changes the world between its deletes.
+        acknowledged = [self.queue.pop(mids[real_id]) for real_id in set(by_real) - real_failed]
+        if acknowledged:
+            effects, copies = self.effects(), self.dlq_copies()
+            for m in acknowledged:
+                self.check_acknowledged(m, effects, copies)
 
     def step_sqs_redrive(self, step: Step, before: State, after: State) -> None:
         m = self.queue.pop(step[1])
@@ -645,7 +782,7 @@ class Replay:
                     MaxNumberOfMessages=10,
                     MessageAttributeNames=["All"],
                     AttributeNames=["All"],
-                    VisibilityTimeout=30,
+                    VisibilityTimeout=HOLD_S,
                     WaitTimeSeconds=0,
                 )
                 .get("Messages", [])
@@ -857,29 +994,41 @@ class Replay:
         items = self.shadow["dynamodb"].scan(TableName=table, ConsistentRead=True)["Items"]
         return {item[key]["S"]: item for item in items}
 
-    def claims(self) -> dict[str, dict[str, Any]]:
+    def state_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.shadow["dynamodb"].scan(
+            TableName=STATE_TABLE, ConsistentRead=True
+        )["Items"]
+        return items
+
+    def claims(
+        self,
+        rows: dict[str, dict[str, Any]] | None = None,
+        state: list[dict[str, Any]] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """The claims (``rows``/``state``: the business rows and state-table items, when
+        already read)."""
         if self.item:
             return {
                 e: {"status": r[env.ITEM_CLAIM_STATUS]["S"], "owed": env.ITEM_CLAIM_OWED in r}
-                for e, r in self.rows().items()
+                for e, r in (self.rows() if rows is None else rows).items()
                 if env.ITEM_CLAIM_EVENT_ID in r
             }
-        items = self.shadow["dynamodb"].scan(TableName=STATE_TABLE, ConsistentRead=True)["Items"]
+        items = self.state_items() if state is None else state
         return {
             i[env.EVENT_ID_KEY]["S"]: {"status": i["status"]["S"], "owed": "owed_notification" in i}
             for i in items
             if not is_receipt(i)
         }
 
-    def receipts(self) -> list[list[str]]:
+    def receipts(self, state: list[dict[str, Any]] | None = None) -> list[list[str]]:
         """The event ids each publication receipt lists (sorted)."""
-        items = self.shadow["dynamodb"].scan(TableName=STATE_TABLE, ConsistentRead=True)["Items"]
+        items = self.state_items() if state is None else state
         return sorted(sorted(i[env.RECEIPT_PUBLISHED]["SS"]) for i in items if is_receipt(i))
 
-    def effects(self) -> dict[str, list[int]]:
+    def effects(self, rows: dict[str, dict[str, Any]] | None = None) -> dict[str, list[int]]:
         """Per event id, the body variants applied (one per application)."""
         out: dict[str, list[int]] = {}
-        for event_id, row in self.rows().items():
+        for event_id, row in (self.rows() if rows is None else rows).items():
             if self.article:  # keyed by order: the event is the one the row records
                 applied = row[env.ROW_EVENT_ID]["S"]
                 out.setdefault(applied, []).append(AMOUNTS.index(int(row["amount"]["N"])))
@@ -892,34 +1041,45 @@ class Replay:
         return out
 
     def notes(self) -> Counter[str]:
+        """Every notification delivered, by event id: each received once (then invisible for
+        the rest of the replay; the next replay's reset empties the queue)."""
         counts: Counter[str] = Counter()
         while True:
             got = (
                 self.shadow["sqs"]
-                .receive_message(QueueUrl=self.notes_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+                .receive_message(
+                    QueueUrl=self.notes_url,
+                    MaxNumberOfMessages=10,
+                    VisibilityTimeout=HOLD_S,
+                    WaitTimeSeconds=0,
+                )
                 .get("Messages", [])
             )
             if not got:
                 return counts
             for m in got:
                 counts[json.loads(m["Body"])["event_id"]] += 1
-                self.shadow["sqs"].delete_message(
-                    QueueUrl=self.notes_url, ReceiptHandle=m["ReceiptHandle"]
-                )
 
-    def dlq_copies(self) -> list[tuple[int, str, bool]]:
-        """(content, kind, has a reason) of every DLQ message ("" kind: a bare copy)."""
+    def dlq_copies(self, release: bool = True) -> list[tuple[int, str, bool]]:
+        """(content, kind, has a reason) of every DLQ message ("" kind: a bare copy); made
+        visible again unless ``release`` is false (the final read)."""
         held = self._dlq_all()
         assert len(held) < 10, "one receive must see the whole DLQ (moto: FIFO groups)"
-        self._release(held)
+        if release:
+            self._release(held)
         return [self._copy(m) for m in held]
 
-    def check_acknowledged(self, m: SimMessage) -> None:
+    def check_acknowledged(
+        self,
+        m: SimMessage,
+        effects: dict[str, list[int]],
+        copies: list[tuple[int, str, bool]],
+    ) -> None:
         """no-silent-delete on the real world: what the mapping deletes has its effect (this
-        content) or a DLQ copy."""
+        content) or a DLQ copy (``effects()`` and ``dlq_copies()`` read when it is deleted)."""
         event, body = self.config.contents[m.content][:2]
-        applied = event >= 0 and body in self.effects().get(self.event_name(event), [])
-        copied = any(c == m.content for c, _, _ in self.dlq_copies())
+        applied = event >= 0 and body in effects.get(self.event_name(event), [])
+        copied = any(c == m.content for c, _, _ in copies)
         _holds(
             applied or copied,
             f"no-silent-delete on the real world: m{m.mid} ({self.model.content_name(m.content)})"
@@ -927,8 +1087,11 @@ class Replay:
         )
 
     def compare(self, final: State) -> None:
-        effects, claims, notes = self.effects(), self.claims(), self.notes()
-        copies = self.dlq_copies()
+        rows, state = self.rows(), self.state_items()
+        # What the next reset deletes (nothing writes after this read).
+        self.world.left = {self.business_table: list(rows.values()), STATE_TABLE: state}
+        effects, claims, notes = self.effects(rows), self.claims(rows, state), self.notes()
+        copies = self.dlq_copies(release=False)
         names = self.config.events
         model_effects = {names[e]: list(b) for e, b in enumerate(final.effects) if b}
         model_claims = {
@@ -950,7 +1113,7 @@ class Replay:
         listed: dict[int, list[str]] = {}
         for receipt, event, _ in final.receipts:
             listed.setdefault(receipt, []).append(names[event])
-        _same(self.receipts(), sorted(sorted(v) for v in listed.values()), "receipts")
+        _same(self.receipts(state), sorted(sorted(v) for v in listed.values()), "receipts")
         # The invariants, on the real resources alone.
         for event_id, applied in effects.items():
             _holds(len(applied) <= 1, f"at-most-once: {event_id} applied {len(applied)} times")
@@ -1011,13 +1174,17 @@ def _attributes(entry: dict[str, Any]) -> dict[str, dict[str, str]]:
     }
 
 
-def replay(case: Case, trace: Trace) -> None:
-    with mock_aws():
-        Replay(case, trace).run()
+def replay(world: World, case: Case, trace: Trace) -> None:
+    run = Replay(world, case, trace)
+    try:
+        run.run()
+    finally:
+        run.close()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_model_traces_replay_on_the_real_consumer(
+    world: World,
     aws_env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     name: str,
@@ -1037,14 +1204,14 @@ def test_model_traces_replay_on_the_real_consumer(
         )
     )
     for trace in traces:
-        replay_or_explain(case, trace)
+        replay_or_explain(world, case, trace)
     assert len(traces) >= 10
 
 
-def replay_or_explain(case: Case, trace: Trace) -> None:
+def replay_or_explain(world: World, case: Case, trace: Trace) -> None:
     """Replay; a failure keeps its kind (Drift, RealViolation) and names the trace."""
     try:
-        replay(case, trace)
+        replay(world, case, trace)
     except AssertionError as exc:
         raise type(exc)(f"{exc}\ntrace {trace.name}:\n{trace.describe()}") from None
 
@@ -1062,7 +1229,11 @@ def replay_or_explain(case: Case, trace: Trace) -> None:
     ],
 )
 def test_a_model_that_differs_from_the_code_fails_its_replay(
-    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, name: str, mutation: str
+    world: World,
+    aws_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    mutation: str,
 ) -> None:
     """The replay is not vacuous: the counterexample of a mutated model (a rule of the code
     broken in the model only) cannot be replayed on the real consumer."""
@@ -1071,10 +1242,31 @@ def test_a_model_that_differs_from_the_code_fails_its_replay(
     mutated = replace(case.config, mutations=frozenset({mutation}))
     trace = counterexample_trace(mutated)
     with pytest.raises(Drift):
-        replay(replace(case, config=mutated), trace)
+        replay(world, replace(case, config=mutated), trace)
+
+
+def test_a_replay_that_fails_midway_leaves_no_invocation_thread_running(
+    world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay that stops at a Drift (here: a mutated model's counterexample, whose
+    invocations are parked mid-batch) ends its threads before it raises. A thread left parked
+    would time out later, inside the consumer, and run on (and print) into another test."""
+    monkeypatch.setattr(ORDERS, "sleep", lambda _s: None)
+    case = CASES["duplicates/item"]
+    mutated = replace(case.config, mutations=frozenset({"pending-as-sent"}))
+    trace = counterexample_trace(mutated)
+    with pytest.raises(Drift):
+        replay(world, replace(case, config=mutated), trace)
+    running = [  # a live thread still knows its target: an invocation's _main
+        t.name
+        for t in threading.enumerate()
+        if isinstance(getattr(getattr(t, "_target", None), "__self__", None), Invocation)
+    ]
+    assert not running
 
 
 def test_a_late_resend_without_the_event_time_is_applied_again_as_documented(
+    world: World,
     aws_env: dict[str, str],
 ) -> None:
     """The documented limit (no defect): a producer re-send later than claim TTL - source
@@ -1084,13 +1276,14 @@ def test_a_late_resend_without_the_event_time_is_applied_again_as_documented(
     config = configs.late_resend("small", FEATURES)
     trace = counterexample_trace(replace(config, name=f"{config.name}/event-time-off"))
     with pytest.raises(RealViolation, match="at-most-once"):
-        replay(Case(trace.config, "counter"), trace)
+        replay(world, Case(trace.config, "counter"), trace)
 
 
 # --- issue 36: the domain-keyed single-item effect (claim, then row) ------------------------------
 
 
 def test_a_row_written_before_its_claim_is_known_to_be_this_copys_fails_its_replay(
+    world: World,
     aws_env: dict[str, str],
 ) -> None:
     """The mutation that issue 36's protocol must refuse: a copy whose claim INSERT was
@@ -1102,13 +1295,14 @@ def test_a_row_written_before_its_claim_is_known_to_be_this_copys_fails_its_repl
     trace = counterexample_trace(replace(config, mutations=frozenset({"row-before-claim"})))
     assert any(s[0] == "call" and s[2] == "row-insert" for s in trace.steps), trace.describe()
     with pytest.raises(Drift):
-        replay(Case(trace.config, "article"), trace)
+        replay(world, Case(trace.config, "article"), trace)
 
 
 # --- issue 37, item 1: redrive never defeats the dedup horizon ------------------------------------
 
 
 def test_the_native_move_task_defeats_the_horizon_where_the_dlq_policy_allows_it(
+    world: World,
     aws_env: dict[str, str],
 ) -> None:
     """Why the component's DLQ policy denies the native move: the model's counterexample with
@@ -1121,10 +1315,11 @@ def test_the_native_move_task_defeats_the_horizon_where_the_dlq_policy_allows_it
     )
     assert any(s[0] == "native-move" for s in trace.steps), trace.describe()
     with pytest.raises(RealViolation, match="at-most-once"):
-        replay(Case(trace.config, "counter"), trace)
+        replay(world, Case(trace.config, "counter"), trace)
 
 
 def test_a_copy_refused_unread_behind_the_horizon_no_longer_replays(
+    world: World,
     aws_env: dict[str, str],
 ) -> None:
     """The owed notification lost behind the horizon: the model of the old rule (a copy beyond
@@ -1135,7 +1330,7 @@ def test_a_copy_refused_unread_behind_the_horizon_no_longer_replays(
     )
     trace = counterexample_trace(config)
     with pytest.raises(Drift):
-        replay(Case(trace.config, "counter"), trace)
+        replay(world, Case(trace.config, "counter"), trace)
 
 
 # --- the content fingerprint: conflicting duplicates, and a defect the model found ---------------
@@ -1149,14 +1344,17 @@ _FINGERPRINT = pytest.mark.skipif(
 @_FINGERPRINT
 @pytest.mark.parametrize("placement", ["item", "separate", "domain"])
 def test_a_same_id_different_body_resend_goes_to_the_dlq_as_a_conflicting_duplicate(
-    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, placement: str
+    world: World,
+    aws_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    placement: str,
 ) -> None:
     """e1 is processed, then e1' (same id, another body) arrives: the model and the code
     quarantine it as ``conflicting_duplicate``; the first effect stands, nothing is dropped."""
     monkeypatch.setattr(ORDERS, "sleep", lambda _s: None)
     trace = sequential(configs.different_body("small", placement, FEATURES))
     assert any(s[0] == "call" and s[2] == "quarantine" for s in trace.steps), trace.describe()
-    replay_or_explain(Case(trace.config, _CONSUMER[placement]), trace)
+    replay_or_explain(world, Case(trace.config, _CONSUMER[placement]), trace)
     final = trace.states[-1]
     assert [c.kind for c in final.dlq] == ["conflicting_duplicate"]
 
@@ -1169,7 +1367,10 @@ def _in_batch_conflict(placement: str, mutations: frozenset[str] = frozenset()) 
 @_FINGERPRINT
 @pytest.mark.parametrize("placement", ["item", "separate"])
 def test_an_in_batch_conflict_with_a_pending_claim_keeps_its_notification(
-    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, placement: str
+    world: World,
+    aws_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    placement: str,
 ) -> None:
     """Regression test of the defect the model found (configs.DEFECT_IN_BATCH_CONFLICT): the
     defect's trace, from the model with the old in-batch rule (`early-in-batch-conflict`), no
@@ -1181,6 +1382,6 @@ def test_an_in_batch_conflict_with_a_pending_claim_keeps_its_notification(
     )
     assert any(s[0] == "call" and s[2] == "quarantine" for s in defect.steps), defect.describe()
     with pytest.raises(Drift):
-        replay(Case(defect.config, _CONSUMER[placement]), defect)
+        replay(world, Case(defect.config, _CONSUMER[placement]), defect)
     with pytest.raises(AssertionError, match="no counterexample"):
         counterexample_trace(_in_batch_conflict(placement))

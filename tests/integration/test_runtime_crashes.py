@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,9 @@ from tests.integration.test_runtime_world import (
     Aws,
     FakeContext,
     SimQueue,
+    Worlds,
     article_orders,
     assert_exactly_once,
-    create_world,
     order_body,
     put_legacy_row,
     single_item_orders,
@@ -54,8 +54,15 @@ def placement(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return str(request.param)
 
 
-def new_world() -> Aws:
-    return create_world(claims_in_items=CLAIMS_IN_ITEMS, rows_by_order=ROWS_BY_ORDER)
+@pytest.fixture(scope="module")
+def worlds() -> Iterator[Worlds]:
+    """One moto world for the module; each scenario gets it emptied, on new clients."""
+    with mock_aws():
+        yield Worlds()
+
+
+def new_world(worlds: Worlds) -> Aws:
+    return worlds.fresh(claims_in_items=CLAIMS_IN_ITEMS, rows_by_order=ROWS_BY_ORDER)
 
 
 @dataclass(frozen=True)
@@ -122,52 +129,54 @@ def check_final(world: Aws, queue: SimQueue, expected: dict[str, str], poison: i
     assert all(m["MessageAttributes"]["failure_reason"]["StringValue"] for m in dlq)
 
 
-def calls_of_first_delivery(seed: Callable[[Aws, SimQueue], dict[str, str]]) -> int:
-    with mock_aws():
-        world, queue = new_world(), SimQueue()
-        seed(world, queue)
-        return deliver(world, queue, None)
+def calls_of_first_delivery(worlds: Worlds, seed: Callable[[Aws, SimQueue], dict[str, str]]) -> int:
+    world, queue = new_world(worlds), SimQueue()
+    seed(world, queue)
+    return deliver(world, queue, None)
 
 
 @pytest.mark.parametrize(
     ("seed", "poison"), [(seed_fresh, 0), (seed_mixed, 2)], ids=["fresh", "every-branch"]
 )
 def test_crash_between_every_pair_of_calls_then_redelivery_is_exactly_once(
+    worlds: Worlds,
     aws_env: dict[str, str],
     seed: Callable[[Aws, SimQueue], dict[str, str]],
     poison: int,
     placement: str,
 ) -> None:
-    n_calls = calls_of_first_delivery(seed)
+    n_calls = calls_of_first_delivery(worlds, seed)
     assert n_calls >= 3
     points = [CrashAt(k) for k in range(1, n_calls + 1)] + [CrashAt(n_calls, after=True)]
     for crash in points:
-        with mock_aws():
-            world, queue = new_world(), SimQueue()
-            expected = seed(world, queue)
-            waiting = len(queue.messages)
-            deliver(world, queue, crash)
-            assert len(queue.messages) == waiting  # a dead process acknowledges nothing
-            check_final(world, queue, expected, poison)
+        world, queue = new_world(worlds), SimQueue()
+        expected = seed(world, queue)
+        waiting = len(queue.messages)
+        deliver(world, queue, crash)
+        assert len(queue.messages) == waiting  # a dead process acknowledges nothing
+        check_final(world, queue, expected, poison)
 
 
 def _explore(
-    path: tuple[CrashAt | None, ...], crashes_left: int, size: int, seen: list[tuple[Any, ...]]
+    worlds: Worlds,
+    path: tuple[CrashAt | None, ...],
+    crashes_left: int,
+    size: int,
+    seen: list[tuple[Any, ...]],
 ) -> None:
     """Run the deliveries with crashes as ``path`` says, check the end state, then branch:
     every later delivery may die at each of its crash points (depth-first, up to the budget)."""
     seen.append(path)
-    with mock_aws():
-        world, queue = new_world(), SimQueue()
-        expected = seed_fresh(world, queue, 3)
-        counts: list[int] = []
-        for step in range(200):
-            if not queue.messages:
-                break
-            crash = path[step] if step < len(path) else None
-            counts.append(deliver(world, queue, crash, size))
-        assert not queue.messages
-        assert_exactly_once(world, expected)
+    world, queue = new_world(worlds), SimQueue()
+    expected = seed_fresh(world, queue, 3)
+    counts: list[int] = []
+    for step in range(200):
+        if not queue.messages:
+            break
+        crash = path[step] if step < len(path) else None
+        counts.append(deliver(world, queue, crash, size))
+    assert not queue.messages
+    assert_exactly_once(world, expected)
     if crashes_left == 0:
         return
     for step in range(len(path), len(counts)):
@@ -176,37 +185,37 @@ def _explore(
         for k in range(1, counts[step] + 2):
             crash = CrashAt(k) if k <= counts[step] else CrashAt(counts[step], after=True)
             prefix = path + (None,) * (step - len(path))
-            _explore((*prefix, crash), crashes_left - 1, size, seen)
+            _explore(worlds, (*prefix, crash), crashes_left - 1, size, seen)
 
 
 @pytest.mark.parametrize(("size", "budget"), [(3, 2), (1, 1)], ids=["one-batch", "one-by-one"])
 def test_exhaustive_crash_points_for_three_events(
-    aws_env: dict[str, str], size: int, budget: int, placement: str
+    worlds: Worlds, aws_env: dict[str, str], size: int, budget: int, placement: str
 ) -> None:
     seen: list[tuple[Any, ...]] = []
-    _explore((), budget, size, seen)
+    _explore(worlds, (), budget, size, seen)
     # one batch: 1 clean run + 4 single crashes + 4 x (points of each redelivery) doubles
     assert len(seen) >= (1 + 4 + 4 * 2 if size == 3 else 1 + 3 * 4)
 
 
 def test_thirty_percent_transient_faults_still_give_exactly_once_with_bounded_retries(
+    worlds: Worlds,
     aws_env: dict[str, str],
 ) -> None:
-    with mock_aws():
-        world, queue = new_world(), SimQueue()
-        expected = seed_fresh(world, queue, 20)
-        world.reset_counts()
-        world.fault_rate = 0.3
-        deliveries = 0
-        while queue.messages and deliveries < 60:
-            queue.deliver(processor(world))
-            deliveries += 1
-        world.fault_rate = 0.0
-        assert not queue.messages, "faults must only delay, never lose or stall, messages"
-        assert world.faults > 0
-        assert max(world.attempts) <= 3  # botocore: 3 attempts in total, no stacked loop
-        assert any(a > 1 for a in world.attempts)  # botocore's retry really ran
-        assert_exactly_once(world, expected)
+    world, queue = new_world(worlds), SimQueue()
+    expected = seed_fresh(world, queue, 20)
+    world.reset_counts()
+    world.fault_rate = 0.3
+    deliveries = 0
+    while queue.messages and deliveries < 60:
+        queue.deliver(processor(world))
+        deliveries += 1
+    world.fault_rate = 0.0
+    assert not queue.messages, "faults must only delay, never lose or stall, messages"
+    assert world.faults > 0
+    assert max(world.attempts) <= 3  # botocore: 3 attempts in total, no stacked loop
+    assert any(a > 1 for a in world.attempts)  # botocore's retry really ran
+    assert_exactly_once(world, expected)
 
 
 # --- property: any mix of deliveries, re-sends, crashes and faults ends exactly once ----------
@@ -229,32 +238,31 @@ _actions = st.one_of(
 )
 @given(actions=st.lists(_actions, min_size=1, max_size=12))
 def test_any_interleaving_of_deliveries_duplicates_crashes_and_faults_ends_exactly_once(
-    aws_env: dict[str, str], actions: list[tuple[Any, ...]]
+    worlds: Worlds, aws_env: dict[str, str], actions: list[tuple[Any, ...]]
 ) -> None:
-    with mock_aws():
-        world, queue = new_world(), SimQueue()
-        sent: dict[str, str] = {}
-        poison_ids: set[str] = set()
-        for action in actions:
-            if action[0] == "send":
-                event_id = f"e{action[1]}"
-                queue.send(order_body(event_id))  # a (re-)send: new messageId, same event id
-                sent[event_id] = f"order-{event_id}"
-            elif action[0] == "poison":
-                poison_ids.add(queue.send(json.dumps({"order": {"order_id": "p"}})))
-            else:
-                _, size, crash_at, faulty = action
-                world.fault_rate = 0.3 if faulty else 0.0
-                deliver(world, queue, CrashAt(crash_at) if crash_at else None, size)
-                world.fault_rate = 0.0
-        queue.drain(processor(world))
-        assert_exactly_once(world, sent)
-        dlq = world.dlq_messages()
-        reasons = {
-            m["MessageAttributes"]["original_message_id"]["StringValue"]: m["MessageAttributes"][
-                "failure_reason"
-            ]["StringValue"]
-            for m in dlq
-        }
-        assert set(reasons) == poison_ids
-        assert all(reasons.values())
+    world, queue = new_world(worlds), SimQueue()
+    sent: dict[str, str] = {}
+    poison_ids: set[str] = set()
+    for action in actions:
+        if action[0] == "send":
+            event_id = f"e{action[1]}"
+            queue.send(order_body(event_id))  # a (re-)send: new messageId, same event id
+            sent[event_id] = f"order-{event_id}"
+        elif action[0] == "poison":
+            poison_ids.add(queue.send(json.dumps({"order": {"order_id": "p"}})))
+        else:
+            _, size, crash_at, faulty = action
+            world.fault_rate = 0.3 if faulty else 0.0
+            deliver(world, queue, CrashAt(crash_at) if crash_at else None, size)
+            world.fault_rate = 0.0
+    queue.drain(processor(world))
+    assert_exactly_once(world, sent)
+    dlq = world.dlq_messages()
+    reasons = {
+        m["MessageAttributes"]["original_message_id"]["StringValue"]: m["MessageAttributes"][
+            "failure_reason"
+        ]["StringValue"]
+        for m in dlq
+    }
+    assert set(reasons) == poison_ids
+    assert all(reasons.values())

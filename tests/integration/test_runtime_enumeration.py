@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,9 +29,9 @@ from tests.integration.test_runtime_world import (
     Crash,
     FakeContext,
     SimQueue,
+    Worlds,
     article_orders,
     assert_exactly_once,
-    create_world,
     order_body,
     single_item_orders,
 )
@@ -50,6 +51,13 @@ QUEUE = [("a1", "a"), ("b1", "b"), ("POISON", "a"), ("a2", "a"), ("b2", "b")]
 EXPECTED = {e: f"order-{e}" for e, _ in QUEUE if e != "POISON"}
 PUBLISH_FAULTS = ["none", "chunk"] + [f"entry:{e}" for e in EXPECTED]
 QUARANTINE_FAULTS = ["none", "dlq-down"]
+
+
+@pytest.fixture(scope="module")
+def worlds() -> Iterator[Worlds]:
+    """One moto world for the module; each scenario gets it emptied, on new clients."""
+    with mock_aws():
+        yield Worlds()
 
 
 def acknowledgements(world: Aws) -> list[str]:
@@ -103,6 +111,7 @@ def first_delivery(
 
 
 def scenario(
+    worlds: Worlds,
     publish: str,
     quarantine: str,
     crash: Any,
@@ -110,39 +119,37 @@ def scenario(
     fifo: bool = True,
 ) -> int:
     consumer, claims_in_items = PLACEMENTS[placement]
-    with mock_aws():
-        # AWS: a FIFO source needs a FIFO DLQ; its dedup id (the original messageId) makes a
-        # re-quarantine after a crash a no-op within SQS's 5-minute deduplication window.
-        world = create_world(
-            fifo_dlq=fifo,
-            claims_in_items=claims_in_items,
-            rows_by_order=placement == "claim-then-row",
-        )
-        queue = SimQueue(fifo=fifo)
-        acked = acknowledgements(world)
-        poison_id = ""
-        for event_id, group in QUEUE:
-            body = "not json" if event_id == "POISON" else order_body(event_id)
-            message_id = queue.send(body, group_id=group if fifo else None)
-            if event_id == "POISON":
-                poison_id = message_id
-        calls = first_delivery(world, queue, publish, quarantine, crash, consumer, fifo)
-        # Every fault is gone: SQS redelivers until the queue is empty.
-        runtime = world.runtime(source_fifo=fifo)
-        queue.drain(lambda event: consumer.process(event, FakeContext(), runtime))
-        assert_exactly_once(world, EXPECTED)
-        for group in "ab" if fifo else "":
-            order = [e for e, g in QUEUE if g == group and e != "POISON"]
-            firsts = list(dict.fromkeys(e for e in acked if e in order))
-            assert firsts == order, (group, acked)
-        originals = Counter(
-            m["MessageAttributes"]["original_message_id"]["StringValue"]
-            for m in world.dlq_messages()
-        )
-        # A standard DLQ has no deduplication: a crash after the DLQ send and before the
-        # acknowledgement quarantines the poison again on redelivery (at-least-once).
-        assert set(originals) == {poison_id} and (not fifo or originals[poison_id] == 1)
-        return calls
+    # AWS: a FIFO source needs a FIFO DLQ; its dedup id (the original messageId) makes a
+    # re-quarantine after a crash a no-op within SQS's 5-minute deduplication window.
+    world = worlds.fresh(
+        fifo_dlq=fifo,
+        claims_in_items=claims_in_items,
+        rows_by_order=placement == "claim-then-row",
+    )
+    queue = SimQueue(fifo=fifo)
+    acked = acknowledgements(world)
+    poison_id = ""
+    for event_id, group in QUEUE:
+        body = "not json" if event_id == "POISON" else order_body(event_id)
+        message_id = queue.send(body, group_id=group if fifo else None)
+        if event_id == "POISON":
+            poison_id = message_id
+    calls = first_delivery(world, queue, publish, quarantine, crash, consumer, fifo)
+    # Every fault is gone: SQS redelivers until the queue is empty.
+    runtime = world.runtime(source_fifo=fifo)
+    queue.drain(lambda event: consumer.process(event, FakeContext(), runtime))
+    assert_exactly_once(world, EXPECTED)
+    for group in "ab" if fifo else "":
+        order = [e for e, g in QUEUE if g == group and e != "POISON"]
+        firsts = list(dict.fromkeys(e for e in acked if e in order))
+        assert firsts == order, (group, acked)
+    originals = Counter(
+        m["MessageAttributes"]["original_message_id"]["StringValue"] for m in world.dlq_messages()
+    )
+    # A standard DLQ has no deduplication: a crash after the DLQ send and before the
+    # acknowledgement quarantines the poison again on redelivery (at-least-once).
+    assert set(originals) == {poison_id} and (not fifo or originals[poison_id] == 1)
+    return calls
 
 
 @pytest.mark.parametrize(
@@ -159,6 +166,7 @@ def scenario(
     ("publish", "quarantine"), list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
 )
 def test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise(
+    worlds: Worlds,
     aws_env: dict[str, str],
     publish: str,
     quarantine: str,
@@ -166,8 +174,8 @@ def test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise(
     queue: str,
 ) -> None:
     fifo = queue == "fifo"
-    n_calls = scenario(publish, quarantine, None, placement, fifo)
+    n_calls = scenario(worlds, publish, quarantine, None, placement, fifo)
     assert n_calls >= 2
     points = [CrashAt(k) for k in range(1, n_calls + 1)] + [CrashAt(n_calls, after=True)]
     for crash in points:
-        scenario(publish, quarantine, crash, placement, fifo)
+        scenario(worlds, publish, quarantine, crash, placement, fifo)

@@ -343,66 +343,164 @@ def create_world(
     rows_by_order: bool = False,
 ) -> Aws:
     """Tables, topic, DLQ and a queue subscribed to the topic, named as the stack names them."""
+    dynamodb, sns, sqs = _clients(endpoint_url)
+    _create_tables(dynamodb)
+    topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
+    dlq_url = _create_queue(sqs, DLQ + (".fifo" if fifo_dlq else ""))
+    notifications_url = _create_queue(sqs, NOTIFICATIONS)
+    _subscribe(sns, sqs, topic_arn, notifications_url)
+    return _world(
+        (dynamodb, sns, sqs),
+        topic_arn,
+        dlq_url,
+        notifications_url,
+        claims_in_items=claims_in_items,
+        rows_by_order=rows_by_order,
+    )
+
+
+NOTIFICATIONS = "notifications"
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    STATE_TABLE: (env.EVENT_ID_KEY,),
+    TENANT_STATE_TABLE: (env.TENANT_PARTITION_KEY, env.TENANT_SORT_KEY),
+    # The reference orders table as the stack creates it: keyed by the event (ORDER_KEY).
+    BUSINESS_TABLE: (ORDER_KEY,),
+    ARTICLE_TABLE: ("order_id",),
+}
+"""Every table of a world and its key (hash, then range)."""
+
+
+def _clients(endpoint_url: str | None = None) -> tuple[Any, Any, Any]:
     session = boto3.session.Session(botocore_session=_BOTOCORE, region_name=REGION)
     kwargs: dict[str, Any] = {"config": BOTOCORE_CONFIG}
     if endpoint_url:
         kwargs["endpoint_url"] = endpoint_url
-    dynamodb = session.client("dynamodb", **kwargs)
-    sns = session.client("sns", **kwargs)
-    sqs = session.client("sqs", **kwargs)
-    dynamodb.create_table(
-        TableName=STATE_TABLE,
-        KeySchema=[{"AttributeName": env.EVENT_ID_KEY, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": env.EVENT_ID_KEY, "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb.create_table(
-        TableName=TENANT_STATE_TABLE,
-        KeySchema=[
-            {"AttributeName": env.TENANT_PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": env.TENANT_SORT_KEY, "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": env.TENANT_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": env.TENANT_SORT_KEY, "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    # The reference orders table as the stack creates it: keyed by the event (ORDER_KEY).
-    dynamodb.create_table(
-        TableName=BUSINESS_TABLE,
-        KeySchema=[{"AttributeName": ORDER_KEY, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": ORDER_KEY, "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb.create_table(
-        TableName=ARTICLE_TABLE,
-        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
-    dlq_attrs = {"FifoQueue": "true"} if fifo_dlq else {}
-    dlq_url = sqs.create_queue(QueueName=DLQ + (".fifo" if fifo_dlq else ""), Attributes=dlq_attrs)[
-        "QueueUrl"
+    dynamodb, sns, sqs = (session.client(name, **kwargs) for name in ("dynamodb", "sns", "sqs"))
+    return dynamodb, sns, sqs
+
+
+def _create_tables(dynamodb: Any) -> None:
+    for table, key in TABLE_KEYS.items():
+        dynamodb.create_table(
+            TableName=table,
+            KeySchema=[
+                {"AttributeName": name, "KeyType": kind}
+                for name, kind in zip(key, ("HASH", "RANGE"), strict=False)
+            ],
+            AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in key],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+
+def _create_queue(sqs: Any, name: str) -> str:
+    attributes = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
+    url: str = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    return url
+
+
+def _subscribe(sns: Any, sqs: Any, topic_arn: str, queue_url: str) -> None:
+    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
     ]
-    notifications_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
-    notifications_arn = sqs.get_queue_attributes(
-        QueueUrl=notifications_url, AttributeNames=["QueueArn"]
-    )["Attributes"]["QueueArn"]
     sns.subscribe(
         TopicArn=topic_arn,
         Protocol="sqs",
-        Endpoint=notifications_arn,
+        Endpoint=arn,
         Attributes={"RawMessageDelivery": "true"},
     )
+
+
+def _world(
+    clients: tuple[Any, Any, Any],
+    topic_arn: str,
+    dlq_url: str,
+    notifications_url: str,
+    *,
+    claims_in_items: bool,
+    rows_by_order: bool,
+) -> Aws:
+    dynamodb, sns, sqs = clients
     world = Aws(dynamodb, sns, sqs, topic_arn, dlq_url, notifications_url)
     world.claims_in_items = claims_in_items
     world.rows_by_order = rows_by_order
-    for client in (dynamodb, sns, sqs):
+    for client in clients:
         world.instrument(client)
     world.reset_counts()
     return world
+
+
+class Worlds:
+    """Fresh worlds, one after another, from ONE moto world (create it inside ``mock_aws``,
+    e.g. in a module fixture): ``fresh()`` empties what the previous world held and hands out
+    an ``Aws`` on new clients (a test's hooks and faults stay on its own clients), as
+    ``create_world`` would have made it. A scenario costs its own calls, not a world's
+    creation (tables, topic, queues: about two thirds of a short scenario's CPU)."""
+
+    def __init__(self) -> None:
+        self._admin = _clients()
+        dynamodb, sns, sqs = self._admin
+        _create_tables(dynamodb)
+        self.topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
+        self._queues = {
+            name: _create_queue(sqs, name) for name in (DLQ, DLQ + ".fifo", NOTIFICATIONS)
+        }
+        _subscribe(sns, sqs, self.topic_arn, self._queues[NOTIFICATIONS])
+        self._used: set[str] = set()
+
+    def fresh(
+        self, *, fifo_dlq: bool = False, claims_in_items: bool = False, rows_by_order: bool = False
+    ) -> Aws:
+        """A world as ``create_world`` makes it (the same names, keys and subscription)."""
+        self.empty()
+        dlq = DLQ + (".fifo" if fifo_dlq else "")
+        self._used = {dlq, NOTIFICATIONS}
+        return _world(
+            _clients(),
+            self.topic_arn,
+            self._queues[dlq],
+            self._queues[NOTIFICATIONS],
+            claims_in_items=claims_in_items,
+            rows_by_order=rows_by_order,
+        )
+
+    def empty(self) -> None:
+        """Every table emptied (through the API: scan, then delete each key), and the queues
+        the last world used deleted and created again under their names (their URLs, ARNs
+        and the topic's subscription stay; no message, in flight or not, and no FIFO
+        deduplication id remains)."""
+        dynamodb, _, sqs = self._admin
+        for table, key in TABLE_KEYS.items():
+            keys = [{name: item[name] for name in key} for item in _scan_keys(dynamodb, table, key)]
+            for start in range(0, len(keys), 25):
+                left = dynamodb.batch_write_item(
+                    RequestItems={
+                        table: [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
+                    }
+                )["UnprocessedItems"]
+                if left:
+                    raise AssertionError(f"{table}: emptying the world left {left}")
+        for name in sorted(self._used):
+            sqs.delete_queue(QueueUrl=self._queues[name])
+            if _create_queue(sqs, name) != self._queues[name]:
+                raise AssertionError(f"queue {name} came back under another URL")
+        self._used = set()
+
+
+def _scan_keys(client: Any, table: str, key: tuple[str, ...]) -> list[dict[str, Any]]:
+    names = {f"#k{n}": name for n, name in enumerate(key)}
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": True,
+        "ProjectionExpression": ", ".join(names),
+        "ExpressionAttributeNames": names,
+    }
+    while True:
+        page = client.scan(**kwargs)
+        items.extend(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 @dataclass

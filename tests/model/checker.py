@@ -5,6 +5,7 @@ violation stops the search; breadth first, its trace is a shortest one."""
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import deque
 from collections.abc import Callable
@@ -59,10 +60,9 @@ class Graph:
         self.step: list[Step | None] = []
 
     def add(self, state: State, parent: int, step: Step | None) -> int | None:
-        if state in self.index:
-            return None
         n = len(self.states)
-        self.index[state] = n
+        if self.index.setdefault(state, n) != n:  # one hash of the (deep) state, not two
+            return None
         self.states.append(state)
         self.parent.append(parent)
         self.step.append(step)
@@ -85,8 +85,31 @@ def check(
     max_states: int = 2_000_000,
     graph: Graph | None = None,
     on_state: Callable[[int, State, bool], Any] | None = None,
+    on_step: Callable[[int, State, Step, State], Any] | None = None,
 ) -> Result:
-    """Explore every state of ``config``'s model; stop at the first violation."""
+    """Explore every state of ``config``'s model; stop at the first violation.
+
+    The cyclic garbage collector is paused meanwhile: the search allocates millions of tuples
+    and makes no reference cycles, and each collection would walk every state kept so far."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(
+            config, max_states=max_states, graph=graph, on_state=on_state, on_step=on_step
+        )
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(
+    config: Config,
+    *,
+    max_states: int,
+    graph: Graph | None,
+    on_state: Callable[[int, State, bool], Any] | None,
+    on_step: Callable[[int, State, Step, State], Any] | None,
+) -> Result:
     model = Model(config)
     result = Result(config)
     started = time.perf_counter()
@@ -106,6 +129,8 @@ def check(
             if violation is not None:
                 found = (n, step, violation)
                 break
+            if on_step is not None:
+                on_step(n, state, step, nxt)
             m = g.add(nxt, n, step)
             if m is not None:
                 depth[m] = depth[n] + 1

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -714,6 +714,11 @@ class Model:
         if "ttl-shorter-than-retention" in self.mut:
             self.ttl = max(1, config.source_retention - 1)
         self.max_receive = config.max_receive
+        # Caches of pure functions of the configuration (the checker's hot paths).
+        self._key_cache: dict[tuple[int, str | None], frozenset[tuple[Any, ...]]] = {}
+        self._outcome_cache: dict[tuple[str, tuple[int, ...]], list[tuple[Any, ...]]] = {}
+        self._settled: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._receipt_order: dict[tuple[Any, ...], list[int]] = {}
         features = self.f
         if "horizon-refuses-unread" in self.mut:
             features = replace(features, horizon_reads_claim=False)
@@ -808,14 +813,18 @@ class Model:
             return
         yield from self._all_steps(s)
 
-    def _keys(self, content: int, group: str | None) -> set[tuple[Any, ...]]:
+    def _keys(self, content: int, group: str | None) -> frozenset[tuple[Any, ...]]:
+        cached = self._key_cache.get((content, group))
+        if cached is not None:
+            return cached
         event = self.config.contents[content].event
         keys: set[tuple[Any, ...]] = {("e", event) if event >= 0 else ("c", content)}
         if self.fifo:
             keys.add(("g", group))
         if self.domain and event >= 0:  # two events may name one business row
             keys.add(("r", self.row_of(content)))
-        return keys
+        self._key_cache[(content, group)] = frozen = frozenset(keys)
+        return frozen
 
     def _ample(self, s: State) -> Inv | None:
         """An invocation whose every step is independent of every other transition, now and
@@ -827,7 +836,7 @@ class Model:
         if len(s.invs) < 2:
             return None
         c = self.config
-        others: list[set[tuple[Any, ...]]] = []
+        others: list[Set[tuple[Any, ...]]] = []
         for m in s.queue:
             if m.state != INFLIGHT:
                 others.append(self._keys(m.content, m.group))
@@ -1013,7 +1022,7 @@ class Model:
         iid = batch[0].mid
         recs = []
         for i, m in enumerate(batch):
-            w.set_msg(m._replace(rc=m.rc + 1, state=INFLIGHT, holder=iid))
+            w.set_msg(_msg((*m[:6], m.rc + 1, INFLIGHT, iid, m.last_end)))
             rec = Rec(i, m.mid, m.content, m.group, m.rc + 1, self._first_seen(m))
             # BatchRun._decode_all: poison, then the dedup horizon (StateTableClaims only)
             if self.config.contents[m.content].event < 0:
@@ -1061,7 +1070,15 @@ class Model:
 
     # --- calls ---------------------------------------------------------------------------------
     def _outcomes(self, s: State, inv: Inv) -> list[tuple[tuple[Any, ...], int]]:
-        name, idxs = inv.call
+        """Every outcome the call may have and its fault cost: a pure function of the call and
+        the configuration, computed once per call."""
+        cached = self._outcome_cache.get(inv.call)
+        if cached is None:
+            cached = self._outcome_cache[inv.call] = self._outcomes_of(inv.call)
+        return cached
+
+    def _outcomes_of(self, call: tuple[str, tuple[int, ...]]) -> list[tuple[tuple[Any, ...], int]]:
+        name, idxs = call
         kinds = self.config.fault_kinds
         out: list[tuple[tuple[Any, ...], int]] = [(("ok",), 0)]
 
@@ -1138,7 +1155,7 @@ class Model:
         for rec in inv.recs:
             m = w.msg(rec.mid)
             if m is not None and m.holder == inv.iid:
-                w.set_msg(m._replace(state=VISIBLE, holder=-1, last_end="died"))
+                w.set_msg(_msg((*m[:7], VISIBLE, -1, "died")))
         return ("crash", inv.iid, inv.call[0]), w.freeze(), w.violation
 
     def _return(self, s: State, inv: Inv) -> tuple[Step, State, Violation | None]:
@@ -1149,7 +1166,7 @@ class Model:
             if m is None or m.holder != inv.iid:
                 continue  # gone (retention)
             if rec.outcome == FAILED and "failures-not-reported" not in self.mut:
-                w.set_msg(m._replace(state=VISIBLE, holder=-1, last_end=rec.why))
+                w.set_msg(_msg((*m[:7], VISIBLE, -1, rec.why)))
             else:
                 w.delete(m, f"i{inv.iid} acknowledged m{m.mid} ({OUTCOME_NAMES[rec.outcome]})")
         return ("return", inv.iid), w.freeze(), w.violation
@@ -1273,35 +1290,60 @@ class _World:
         """Receipt ids are only compared for equality: renumber them in an order that does not
         depend on their numbers (the claims, the invocations, then what the receipts list), so
         runs that differ only in which batch drew which id meet in one state."""
+        # The checker's hottest function: field positions, not names, no closure; the order of
+        # the receipts' own ids is a pure function of the receipts (in their iteration order).
         ids: dict[int, int] = {}
-
-        def see(rid: int) -> None:
-            if rid >= 0 and rid not in ids:
-                ids[rid] = len(ids)
-
+        moved = False
         for claim in self.claims:
             if claim is not None:
-                see(claim.receipt)
+                rid = claim.receipt
+                if rid >= 0 and rid not in ids:
+                    moved = moved or rid != len(ids)
+                    ids[rid] = len(ids)
         invs = sorted(self.invs)
         for inv in invs:
-            see(inv.receipt)
+            rid = inv.receipt
+            if rid >= 0 and rid not in ids:
+                moved = moved or rid != len(ids)
+                ids[rid] = len(ids)
             for r in inv.recs:
-                see(r.found)
-        listed: dict[int, list[int]] = {}
-        for rid, event, _ in self.receipts:
-            listed.setdefault(rid, []).append(event)
-        for rid in sorted(listed, key=lambda r: sorted(listed[r])):
-            see(rid)
-        if all(old == new for old, new in ids.items()) and self.next_receipt == len(ids):
+                rid = r.found
+                if rid >= 0 and rid not in ids:
+                    moved = moved or rid != len(ids)
+                    ids[rid] = len(ids)
+        if self.receipts:
+            key = tuple(self.receipts)
+            order = self.model._receipt_order.get(key)
+            if order is None:
+                listed: dict[int, list[int]] = {}
+                for rid, event, _ in key:
+                    listed.setdefault(rid, []).append(event)
+                order = sorted(listed, key=lambda r: sorted(listed[r]))
+                self.model._receipt_order[key] = order
+            for rid in order:
+                if rid not in ids:
+                    moved = moved or rid != len(ids)
+                    ids[rid] = len(ids)
+        if not moved and self.next_receipt == len(ids):
             return
         mapped = {-1: -1, **ids}
         self.claims = [
-            None if c is None else c._replace(receipt=mapped[c.receipt]) for c in self.claims
+            None if c is None else _claim((*c[:_CLAIM_RECEIPT], mapped[c.receipt]))
+            for c in self.claims
         ]
         self.invs = [
-            inv._replace(
-                receipt=mapped[inv.receipt],
-                recs=tuple(r._replace(found=mapped[r.found]) for r in inv.recs),
+            _inv(
+                (
+                    *inv[:_INV_RECS],
+                    tuple(
+                        _rec((*r[:_REC_FOUND], mapped[r.found], *r[_REC_FOUND + 1 :]))
+                        if r.found >= 0
+                        else r
+                        for r in inv.recs
+                    ),
+                    *inv[_INV_RECS + 1 : _INV_RECEIPT],
+                    mapped[inv.receipt],
+                )
             )
             for inv in invs
         ]
@@ -1463,6 +1505,46 @@ def _rec(values: tuple[Any, ...]) -> Rec:
     return tuple.__new__(Rec, values)
 
 
+def _claim(values: tuple[Any, ...]) -> Claim:
+    return tuple.__new__(Claim, values)
+
+
+def _inv(values: tuple[Any, ...]) -> Inv:
+    return tuple.__new__(Inv, values)
+
+
+def _msg(values: tuple[Any, ...]) -> Msg:
+    return tuple.__new__(Msg, values)
+
+
+# Field positions for the hot paths (NamedTuple._replace costs a dict and a map per call).
+_CLAIM_STATUS, _CLAIM_BODY, _CLAIM_OWED, _CLAIM_RECEIPT = (
+    Claim._fields.index(f) for f in ("status", "body", "owed", "receipt")
+)
+_INV_RECS, _INV_RECEIPT = Inv._fields.index("recs"), Inv._fields.index("receipt")
+_REC_DUPLICATE, _REC_FOUND, _REC_RELEASE = (
+    Rec._fields.index(f) for f in ("duplicate", "found", "release")
+)
+# The slices below rely on these positions (the last field of Claim and Inv, Msg's tail).
+assert Claim._fields[_CLAIM_RECEIPT:] == ("receipt",)
+assert Inv._fields[_INV_RECEIPT:] == ("receipt",) and _INV_RECS < _INV_RECEIPT
+assert Msg._fields[6:] == ("rc", "state", "holder", "last_end")
+
+
+_CALL_OF_CHUNK = {
+    "insert": "insert",
+    "transact": "transact",
+    "readchunk": "read",
+    "receiptchunk": "receipt-read",
+    "receiptwrite": "receipt-write",
+    "statuschunk": "mark",
+    "early-publish": "early-publish",
+    "rowchunk": "row-insert",
+    "rowreadchunk": "row-read",
+}
+"""The continuation steps that make one AWS call on their records, and the call's name."""
+
+
 class _Inv:
     """A mutable invocation: the records of its batch and where ``BatchRun.run`` is."""
 
@@ -1550,6 +1632,18 @@ class _Inv:
 
     # --- BatchRun.run, up to the next AWS call ---------------------------------------------------
     def settle(self) -> None:
+        """Run to the next AWS call (or the return): a pure function of the records, the
+        continuation, ``late`` and the receipt id (the world is not read), so each distinct
+        invocation is settled once per model."""
+        key = (tuple(self.recs), tuple(self.cont), self.late, self.receipt)
+        settled = self.model._settled.get(key)
+        if settled is None:
+            self._settle()
+            settled = self.model._settled[key] = (tuple(self.recs), tuple(self.cont), self.call)
+        recs, cont, self.call = settled
+        self.recs, self.cont = list(recs), list(cont)
+
+    def _settle(self) -> None:
         m = self.model
         cont = self.cont
         while cont:
@@ -1617,33 +1711,13 @@ class _Inv:
                 if pending:
                     cont.insert(0, ("receiptchunk", tuple(pending), 1))
                 continue
-            if k in (
-                "insert",
-                "transact",
-                "readchunk",
-                "receiptchunk",
-                "receiptwrite",
-                "statuschunk",
-                "early-publish",
-                "rowchunk",
-                "rowreadchunk",
-            ):
+            if k in _CALL_OF_CHUNK:
                 todo = list(head[1])
                 if k == "transact":
                     todo = self.hold_back(todo)
                 if todo and not self.late:
                     cont[0] = (k, tuple(todo), *head[2:])
-                    name = {
-                        "insert": "insert",
-                        "transact": "transact",
-                        "readchunk": "read",
-                        "receiptchunk": "receipt-read",
-                        "receiptwrite": "receipt-write",
-                        "statuschunk": "mark",
-                        "early-publish": "early-publish",
-                        "rowchunk": "row-insert",
-                        "rowreadchunk": "row-read",
-                    }[k]
+                    name = _CALL_OF_CHUNK[k]
                     self.call = (name, tuple(todo))
                     return
                 for i in todo:
@@ -1743,7 +1817,7 @@ class _Inv:
             if r.shadow < 0:
                 continue
             first = self.recs[r.shadow]
-            self.recs[r.i] = r._replace(duplicate=True)
+            self.recs[r.i] = _rec((*r[:_REC_DUPLICATE], True, *r[_REC_DUPLICATE + 1 :]))
             if r.differs:  # a conflict only where the claim holds the first copy's content
                 if first.outcome in ok:
                     self.poison(r.i, "conflicting_duplicate")
@@ -1756,13 +1830,15 @@ class _Inv:
 
     def apply_status(self, i: int, claim: Claim) -> None:
         """``BatchRun._duplicate`` / ``_apply_status`` with the claim's verdict."""
-        self.recs[i] = self.recs[i]._replace(duplicate=True)
+        r = self.recs[i]
+        self.recs[i] = _rec((*r[:_REC_DUPLICATE], True, *r[_REC_DUPLICATE + 1 :]))
         if self.model.f.fingerprint and claim.body != self.body(i):
             self.poison(i, "conflicting_duplicate")
         elif claim.status == "sent" or "pending-as-sent" in self.model.mut:
             self.finish(i, SKIPPED)
         elif claim.receipt >= 0:  # published if its receipt lists it (BatchRun._read_receipts)
-            self.recs[i] = self.recs[i]._replace(found=claim.receipt)
+            r = self.recs[i]
+            self.recs[i] = _rec((*r[:_REC_FOUND], claim.receipt, *r[_REC_FOUND + 1 :]))
             self.stage(i, NEED_RECEIPT)
         else:
             self.to_publish(i)
@@ -1985,7 +2061,7 @@ class _Inv:
         event = self.event(idxs[0])
         claim = w.claims[event]
         if claim is not None and claim.status == "pending":
-            w.claims[event] = claim._replace(owed=True)
+            w.claims[event] = _claim((*claim[:_CLAIM_OWED], True, *claim[_CLAIM_OWED + 1 :]))
 
     def call_mark(self, w: _World, idxs: Sequence[int], outcome: tuple[Any, ...]) -> None:
         def mark(i: int) -> None:
@@ -1994,7 +2070,7 @@ class _Inv:
             if claim is None:
                 self.fail(i, "mark")  # ConditionalCheckFailed: a vanished claim is not re-made
                 return
-            w.claims[event] = claim._replace(status="sent")
+            w.claims[event] = _claim((*claim[:_CLAIM_STATUS], "sent", *claim[_CLAIM_STATUS + 1 :]))
             if outcome[0] == "mark-ambiguous":
                 self.fail(i, "mark")
             elif self.recs[i].stage == NEED_PUBLISH:  # mark-before-publish: publish next

@@ -108,17 +108,21 @@ def select(config: Config, limit: int | None = None) -> list[Trace]:
     ``limit``: deaths and time-outs first (every crash point), then faults, then the rest.
     Every transition is looked at, not only those that first reached a state: a death before
     a call that changed nothing leads to a state reached before."""
-    graph = Graph()
-    result = check(config, graph=graph)
-    if result.violation is not None:
-        raise AssertionError(result.counterexample())
     model = Model(config)
     first: dict[tuple[Any, ...], tuple[int, Step, State]] = {}
-    for n, state in enumerate(graph.states):
-        for step, nxt, _ in model.successors(state):
-            sig = signature(model, state, step)
-            if sig is not None and sig not in first:
-                first[sig] = (n, step, nxt)
+
+    def see(n: int, state: State, step: Step, nxt: State) -> None:
+        # The checker hands over every transition, state by state in breadth-first order.
+        sig = signature(model, state, step)
+        if sig is not None and sig not in first:
+            first[sig] = (n, step, nxt)
+
+    graph = Graph()
+    result = check(config, graph=graph, on_step=see)
+    if result.violation is not None:
+        raise AssertionError(result.counterexample())
+    if not result.complete:
+        raise AssertionError(f"{result.summary()}: traces need the whole graph")
     order = {"crash": 0, "timeout": 1, "fault": 2}
     chosen = sorted(first.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[1][0]))
     traces = [_trace(config, model, graph, ("clean",), 0, None, None)]

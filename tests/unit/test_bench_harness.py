@@ -177,3 +177,29 @@ def test_a_missed_speedup_is_explained_with_the_measured_numbers() -> None:
     expected_ms = summary["ours"]["median_emulator_ms_per_call"]
     assert f"{expected_ms} ms on each of our calls" in notes[0]
     assert "10.0x our calls" in notes[0]
+
+
+def test_the_plans_keep_make_bench_sizes_and_the_smoke_plan_refuses_the_committed_results(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``make bench`` (no option) and ``make bench QUICK=1`` (``--quick``) run their own
+    sizes; ``--plan smoke`` (the harness test's) is smaller than quick in every size and never
+    overwrites bench/results.json, whose numbers regenerate docs/bench.md."""
+    from bench import __main__ as bench_main
+
+    def plan_of(*argv: str) -> str:
+        return str(bench_main.parse_args(list(argv)).plan)
+
+    assert plan_of() == "full"
+    assert plan_of("--quick") == "quick" == plan_of("--plan", "quick")
+    assert plan_of("--plan", "smoke", "--output", str(tmp_path / "r.json")) == "smoke"
+    assert bench_main.PLANS["full"].consumer_messages == 2000
+    assert bench_main.PLANS["quick"].consumer_messages == 150
+    smoke, quick = bench_main.SMOKE.__dict__, bench_main.QUICK.__dict__
+    assert all(smoke[k] <= quick[k] for k in quick), (smoke, quick)
+    with pytest.raises(SystemExit):
+        bench_main.parse_args(["--plan", "smoke"])
+    assert "give --output" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_main.parse_args(["--quick", "--plan", "full"])
+    assert "contradict" in capsys.readouterr().err

@@ -8,11 +8,18 @@ time:
 * every valid event has exactly one row, a ``sent`` claim and at least one notification;
 * FIFO: within each group, the first acknowledgement of each event follows the queue order;
 * the poison record is in the DLQ exactly once, with its reason.
+
+``make crash-check`` runs the whole product (placement x queue x publish fault x quarantine
+fault, each at every crash point). ``make test`` runs every fault combination at every crash
+point, the placements and queues cycled through them so that each one meets at least one
+combination (``combinations``); tests/integration/test_runtime_crashes.py enumerates every
+crash point of every placement on its own.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -152,19 +159,36 @@ def scenario(
     return calls
 
 
-@pytest.mark.parametrize(
-    ("placement", "queue"),
-    [
-        (placement, queue)
-        for placement in PLACEMENTS
-        for queue in ("fifo", "standard")
-        # FIFO: DomainKeyedCreate commits claim and row in the separate claim's transaction
-        if not (placement == "claim-then-row" and queue == "fifo")
-    ],
-)
-@pytest.mark.parametrize(
-    ("publish", "quarantine"), list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
-)
+PLACED = [
+    (placement, queue)
+    for placement in PLACEMENTS
+    for queue in ("fifo", "standard")
+    # FIFO: DomainKeyedCreate commits claim and row in the separate claim's transaction
+    if not (placement == "claim-then-row" and queue == "fifo")
+]
+FULL = os.environ.get("ENUMERATION") == "full"
+"""``make crash-check``: the whole product. ``make test``: ``combinations()``'s sample."""
+
+
+def combinations() -> list[tuple[str, str, str, str]]:
+    """(publish, quarantine, placement, queue): every fault combination once, the placements
+    and queues cycled through them (each one at least once); with ``FULL``, the product."""
+    faults = list(itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS))
+    if FULL:
+        return [(p, q, placement, queue) for p, q in faults for placement, queue in PLACED]
+    assert len(faults) >= len(PLACED)  # so the cycle reaches every placement and queue
+    return [(p, q, *PLACED[n % len(PLACED)]) for n, (p, q) in enumerate(faults)]
+
+
+def test_the_sample_meets_every_fault_combination_placement_and_queue() -> None:
+    sample = combinations()
+    assert {(p, q) for p, q, _, _ in sample} == set(
+        itertools.product(PUBLISH_FAULTS, QUARANTINE_FAULTS)
+    )
+    assert {(placement, queue) for _, _, placement, queue in sample} == set(PLACED)
+
+
+@pytest.mark.parametrize(("publish", "quarantine", "placement", "queue"), combinations())
 def test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise(
     worlds: Worlds,
     aws_env: dict[str, str],

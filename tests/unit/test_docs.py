@@ -258,6 +258,15 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         ),
         probe=("make -n -B kms-paths", "KMS_PATHS=full"),
     ),
+    "make crash-check": Elsewhere(
+        "every placement x queue x publish fault x quarantine fault at every crash point "
+        "(minutes); make test samples",
+        (
+            "tests/integration/test_runtime_enumeration.py::test_the_sample_meets_every_fault_combination_placement_and_queue",
+            "tests/integration/test_runtime_enumeration.py::test_publish_and_quarantine_faults_times_every_crash_point_keep_the_promise",
+        ),
+        probe=("make -n -B crash-check", "ENUMERATION=full"),
+    ),
     "make policy": Elsewhere(
         "installs first, then the offline check of every stage in both modes (~10 s)",
         (

@@ -58,15 +58,10 @@ docs: install ## Regenerate docs/policy.md's rule table (from the rules) and doc
 	$(BIN)/python -m bench.readme
 	$(BIN)/python -m bench.chart
 
-# pytest workers: one more than the cores. A few tests wait on pip and PyPI or on a subprocess,
-# and the extra worker keeps both cores busy meanwhile (a fresh clone on 2 cores: pytest 570 s
-# with 2 workers, 528 s with 3).
-WORKERS := $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
-
 test: install ## The whole suite: lint and the policy check side by side, then pytest (under 10 minutes on 2 cores, install included)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint policy
-	@echo "== pytest: the whole suite, $(WORKERS) workers (about 8 minutes on 2 cores)"
-	$(BIN)/python -m pytest -q -n $(WORKERS) --dist worksteal --durations=10
+	@echo "== pytest: the whole suite, one worker per core (about 9 minutes on 2 cores)"
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=10
 
 demo: install ## The main job: deploy the dev stack onto an embedded AWS emulator and drive traffic (KEEP=1 keeps it running)
 	$(BIN)/python -m idempotent_messaging.local.demo --stack dev $(if $(KEEP),--keep,)

@@ -223,6 +223,7 @@ def test_each_alarm_address_redrives_what_sns_cannot_email_to_a_queue_only_its_t
     alarm = run.one("aws:cloudwatch/metricAlarm:MetricAlarm", "alarms-undelivered-visible")
     assert alarm.inputs["dimensions"] == {"QueueName": "orders-alarms-undelivered"}
     assert alarm.inputs["alarmActions"] == [topic.outputs["arn"]]
+    assert "could not be emailed" in alarm.inputs["alarmDescription"]
 
 
 def test_an_alarm_topic_without_addresses_has_no_undelivered_queue(

@@ -166,10 +166,17 @@ def create_alarm_topic(
         )
         for index, email in enumerate(emails)
     ]
-    undelivered_alarm = dlq_visible_alarm(
+    undelivered_alarm = metric_alarm(
         f"{resource_name}-undelivered-visible",
         alarm_name=f"{full_name}-undelivered-visible",
-        dlq_name=undelivered.name,
+        description="An alarm notification could not be emailed: its copy waits in this queue "
+        "(14 days). Check the subscriptions (confirmed? bouncing?) and read the copies.",
+        namespace=SQS_NAMESPACE,
+        metric_name="ApproximateNumberOfMessagesVisible",
+        dimensions={"QueueName": undelivered.name},
+        statistic="Maximum",
+        comparison_operator="GreaterThanOrEqualToThreshold",
+        threshold=1,
         actions=[topic.arn],
         tags=tags,
         parent=parent,
@@ -307,7 +314,7 @@ def dlq_visible_alarm(
     dlq_name: pulumi.Input[str],
     actions: Sequence[pulumi.Input[str]],
     tags: Mapping[str, str] | None = None,
-    parent: pulumi.Resource | None,
+    parent: pulumi.Resource,
 ) -> aws.cloudwatch.MetricAlarm:
     """DLQ ApproximateNumberOfMessagesVisible >= 1: one dead-lettered message is news."""
     return metric_alarm(

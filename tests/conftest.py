@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.local import moto_patches
+from idempotent_messaging.local import ast_guard, moto_patches
 
+# CPython 3.11.7 (this machine kind's python3) fails a parse that races another thread's
+# (python/cpython#106905): the suite runs emulator threads beside tests that parse source.
+ast_guard.install()
 # moto lacks what the runtime's PartiQL status write needs (local/moto_patches.py; its
 # gaps are documented by tests/integration/test_runtime_moto_gaps.py).
 moto_patches.install()

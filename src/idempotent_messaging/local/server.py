@@ -26,7 +26,7 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from idempotent_messaging.local import moto_patches
+from idempotent_messaging.local import ast_guard, moto_patches
 
 DEFAULT_REGION = "ap-northeast-1"
 # moto's fixed account id: ARNs the emulator returns carry it.
@@ -133,6 +133,7 @@ def start_emulator(
     """
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     moto_patches.install()  # the runtime's PartiQL status write (see moto_patches.py)
+    ast_guard.install()  # its request threads format tracebacks (see ast_guard.py)
     server = _FastStopMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     host, bound_port = server.get_host_and_port()

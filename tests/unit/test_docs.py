@@ -226,6 +226,10 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         "creates or updates the shared .venv (network)",
         probe=("make -n -B install", "pip install"),
     ),
+    "make pytest": Elsewhere(
+        "the whole suite (about 9 minutes); make test runs it beside lint and the policy check",
+        probe=("make -n -B pytest", "pytest -q -n auto"),
+    ),
     "make lint": Elsewhere(
         "ruff, mypy and lint-imports over the repository take minutes",
         (

@@ -235,7 +235,7 @@ ELSEWHERE: Mapping[str, Elsewhere] = {
         probe=("make -n -B install", "pip install"),
     ),
     "make pytest": Elsewhere(
-        "the whole suite (about 9 minutes); make test runs it beside lint and the policy check",
+        "the whole suite (about 8 minutes); make test runs it after lint and the policy check",
         probe=("make -n -B pytest", "pytest -q -n auto"),
     ),
     "make lint": Elsewhere(

@@ -5,10 +5,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # The pip every venv of the project (and of its install tests) runs: the one python3 -m venv
 # bundles (23.2 with Python 3.11.7) spends about 4x the CPU on PyPI's large index pages
-# (botocore, pulumi-aws) for the same resolution. `--no-compile`: pulumi-aws ships about 1 GB of
-# modules and pre-compiling them all costs a minute of CPU, while a program imports a few dozen
-# (compiled on first import); measured here: the install's CPU fell from ~129 s to ~25 s.
+# (botocore, pulumi-aws) for the same resolution.
 PIP_VERSION := 26.3
+# The locked set is installed by uv (pinned; pip installs it into .venv): the lock pins every
+# version, so nothing is resolved, and uv downloads in parallel and unpacks about ten times
+# faster than pip (measured here on a cold cache: 8 s against 45 s for the 121 packages). Like
+# pip with `--no-compile`, it compiles nothing at install: pulumi-aws ships about 1 GB of
+# modules and a program imports a few dozen. uv reads no pip configuration: behind a mirror,
+# set UV_DEFAULT_INDEX as you would PIP_INDEX_URL.
+UV_VERSION := 0.13.9
 # Stages: one per Pulumi.<stage>.yaml, so a new stage is one new file. A stack file that points
 # the provider at a local emulator (sets aws:endpoints, e.g. Pulumi.localstack.yaml) is a local
 # target, not a stage: CI can neither preview nor deploy it. tests/stages.py applies the same rule.
@@ -29,10 +34,10 @@ help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.lock pyproject.toml
-	@echo "== install: .venv from requirements.lock (about a minute on a fresh machine)"
+	@echo "== install: .venv from requirements.lock (about half a minute on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -qq --disable-pip-version-check pip==$(PIP_VERSION)
-	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-compile -r requirements.lock
+	$(BIN)/python -m pip install -qq --disable-pip-version-check pip==$(PIP_VERSION) uv==$(UV_VERSION)
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
 	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
@@ -97,7 +102,8 @@ dist: install ## Build the wheel and the sdist of idempotent-messaging into dist
 lock: ## Re-resolve requirements.lock from pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet pip-tools
-	$(BIN)/pip-compile --quiet --extra dev --strip-extras -o requirements.lock pyproject.toml
+	@# The indexes and find-links of the machine that locks are its own, not the project's.
+	$(BIN)/pip-compile --quiet --extra dev --strip-extras --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
 
 clean: ## Remove .venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info

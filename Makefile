@@ -72,8 +72,8 @@ docs: install ## Regenerate docs/policy.md's rule table (from the rules) and doc
 	$(BIN)/python -m bench.chart
 
 test: install ## The whole suite: lint and the policy check side by side, then pytest (under 10 minutes on 2 cores, install included)
-	@# (Run beside pytest instead, lint and the check took as long again: pytest's workers
-	@# leave the cores little idle time to fill; measured on a fresh clone.)
+	@# (Run beside pytest instead, lint and the check saved no time: pytest's workers leave
+	@# the cores little idle time to fill; measured on a fresh clone.)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint policy
 	@$(MAKE) --no-print-directory pytest
 

@@ -601,8 +601,12 @@ def in_process(command: str, target: str, args: list[str]) -> subprocess.Complet
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         gc.set_threshold(*saved_gc)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        # Only what the command changed (threads of this process may be reading the rest).
+        for key in set(os.environ) - set(saved_env):
+            del os.environ[key]
+        for key, value in saved_env.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
     returncode = code if isinstance(code, int) else (0 if code is None else 1)
     stderr = err.getvalue() + ("" if isinstance(code, int) or code is None else str(code))
     return subprocess.CompletedProcess(command, returncode, out.getvalue(), stderr)

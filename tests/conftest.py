@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_messaging.local import ast_guard, moto_patches
+from idempotent_messaging import ast_guard
+from idempotent_messaging.local import moto_patches
 
 # CPython 3.11.7 (this machine kind's python3) fails a parse that races another thread's
 # (python/cpython#106905): the suite runs emulator threads beside tests that parse source.

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from idempotent_messaging.local import ast_guard
+from idempotent_messaging import ast_guard
 
 
 @pytest.mark.parametrize(

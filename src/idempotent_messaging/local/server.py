@@ -26,7 +26,8 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from idempotent_messaging.local import ast_guard, moto_patches
+from idempotent_messaging import ast_guard
+from idempotent_messaging.local import moto_patches
 
 DEFAULT_REGION = "ap-northeast-1"
 # moto's fixed account id: ARNs the emulator returns carry it.

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import ast_guard
 from .analyzer import Violation, analyze_with_errors, load_config_file
 from .answers import Answers, load_answers
 from .errors import ConfigRefusedError, OfflineCheckError, PartialDocumentError, ProgramError
@@ -347,6 +348,7 @@ def run() -> None:
     # re-scan it thousands of times, which made the check grow faster than the stack. Nothing
     # here forms reference cycles worth collecting early, so collect far less often.
     gc.set_threshold(50_000, 20, 100)
+    ast_guard.install()  # CPython 3.11.0-3.11.7's AST builder races between threads
     exit_code = main()
     _close_event_loops()
     sys.exit(exit_code)

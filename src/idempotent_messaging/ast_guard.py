@@ -5,13 +5,15 @@ shared by every thread (python/cpython#106905, fixed in 3.11.8 and 3.12.2 by a p
 counter). A garbage collection inside one thread's `ast.parse` can run Python code and so hand
 the GIL to another thread; if that thread parses too, the first one fails with
 ``SystemError: AST constructor recursion depth mismatch``. Threads that parse are ordinary in
-an emulator run: moto's werkzeug request threads and the poller's handler threads format
-tracebacks, and 3.11's traceback module parses source lines to place its carets.
+an emulator run (moto's werkzeug request threads and the poller's handler threads format
+tracebacks, and 3.11's traceback module parses source lines to place its carets) and in an
+offline check (the Pulumi SDK runs its registrations on executor threads while the program's
+components parse their handlers' source).
 
 `install()` wraps `ast.parse` in one re-entrant lock on those releases only (re-entrant: a
 collection inside a parse may itself format a traceback) and is a no-op elsewhere. Only the
-processes this project starts install it (the emulator, the test session): a library must not
-rebind the standard library under its importer.
+processes this project starts install it (the emulator, the offline check's console script,
+the test session): a library must not rebind the standard library under its importer.
 """
 
 from __future__ import annotations

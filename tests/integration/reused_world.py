@@ -16,7 +16,7 @@ from typing import Any
 
 from moto import mock_aws
 
-from tests.integration.test_runtime_world import Aws
+from tests.integration.test_runtime_world import Aws, scan
 
 _KEYS: dict[tuple[int, str], list[str]] = {}
 
@@ -30,23 +30,12 @@ def _keys(client: Any, table: str) -> list[str]:
     return _KEYS[key]
 
 
-def _items(client: Any, table: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = client.scan(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
 def emptied(world: Aws) -> Aws:
     """`world` with no item in any table, no message in any queue and no call recorded."""
     dynamodb = world.dynamodb
     for table in dynamodb.list_tables()["TableNames"]:
         keys = _keys(dynamodb, table)
-        items = _items(dynamodb, table)
+        items = scan(dynamodb, table)
         for start in range(0, len(items), 25):
             unprocessed = dynamodb.batch_write_item(
                 RequestItems={

@@ -57,7 +57,7 @@ from idempotent_messaging.runtime import (
 )
 from idempotent_messaging.runtime.claims import is_receipt
 from idempotent_messaging.runtime.clients import BOTOCORE_CONFIG
-from tests.integration.test_runtime_world import _BOTOCORE, REGION, Crash
+from tests.integration.test_runtime_world import _BOTOCORE, REGION, Crash, scan
 from tests.model import configs
 from tests.model.protocol import (
     FAILED,
@@ -400,7 +400,7 @@ class World:
         ddb = self.shadow["dynamodb"]
         for table in self.used & set(TABLES):
             key = TABLES[table]
-            items = self.left[table] if table in self.left else _scan(ddb, table, key)
+            items = self.left[table] if table in self.left else scan(ddb, table, (key,))
             for chunk in range(0, len(items), 25):
                 left = ddb.batch_write_item(
                     RequestItems={
@@ -417,23 +417,6 @@ class World:
         self.used = {DLQ + (".fifo" if fifo else ""), "notifications", STATE_TABLE, business_table}
         self.left = {}
         self.by_thread.clear()
-
-
-def _scan(ddb: Any, table: str, key: str) -> list[dict[str, Any]]:
-    """Every item's key (moto returns a small table in one page; followed anyway)."""
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {
-        "TableName": table,
-        "ConsistentRead": True,
-        "ProjectionExpression": "#k",
-    }
-    kwargs["ExpressionAttributeNames"] = {"#k": key}
-    while True:
-        page = ddb.scan(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ from idempotent_messaging.runtime.quarantine import (
     ATTR_FAILURE_REASON,
     ATTR_RECEIVE_COUNT,
 )
-from tests.integration.test_runtime_world import FakeContext, _drain, _scan
+from tests.integration.test_runtime_world import FakeContext, _drain, scan
 
 pytestmark = pytest.mark.integration
 
@@ -138,7 +138,7 @@ class Deployed:
     in_flight: list[str] = field(default_factory=list)
 
     def table(self, env_name: str) -> list[dict[str, Any]]:
-        return _scan(self.dynamodb, self.spec.environment[env_name])
+        return scan(self.dynamodb, self.spec.environment[env_name])
 
     def send(self, body: str, **kwargs: Any) -> None:
         self.sqs.send_message(QueueUrl=self.source_url, MessageBody=body, **kwargs)

@@ -208,12 +208,12 @@ class Aws:
 
     # --- observation ---------------------------------------------------------------------------
     def order_rows(self) -> list[dict[str, Any]]:
-        return _scan(self.dynamodb, self.business_table)
+        return scan(self.dynamodb, self.business_table)
 
     def receipts(self, table: str = STATE_TABLE) -> dict[str, frozenset[str]]:
         """The publication receipts of the state table: {receipt id: entries listed}."""
         out = {}
-        for item in _scan(self.dynamodb, table):
+        for item in scan(self.dynamodb, table):
             if is_receipt(item):
                 key = item.get(env.TENANT_PARTITION_KEY) or item[env.EVENT_ID_KEY]
                 out[key["S"]] = frozenset(item[env.RECEIPT_PUBLISHED]["SS"])
@@ -222,8 +222,8 @@ class Aws:
     def stored_claims(self, table: str = STATE_TABLE) -> list[dict[str, Any]]:
         """The claim items as stored (receipts left out), status as written."""
         if not self.claims_in_items or table != STATE_TABLE:
-            return [item for item in _scan(self.dynamodb, table) if not is_receipt(item)]
-        if [item for item in _scan(self.dynamodb, STATE_TABLE) if not is_receipt(item)]:
+            return [item for item in scan(self.dynamodb, table) if not is_receipt(item)]
+        if [item for item in scan(self.dynamodb, STATE_TABLE) if not is_receipt(item)]:
             raise AssertionError("a single-item consumer wrote a claim to the state table")
         return [
             {
@@ -297,15 +297,15 @@ class _Raw:
         return body
 
 
-def _scan(client: Any, table: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = client.scan(**kwargs)
-        items.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+def scan(client: Any, table: str, key: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Every item of `table` (only its `key` attributes, when given), read consistently and
+    page by page with botocore's own paginator."""
+    names = {f"#k{n}": name for n, name in enumerate(key)}
+    projection = {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
+    pages = client.get_paginator("scan").paginate(
+        TableName=table, ConsistentRead=True, **(projection if key else {})
+    )
+    return [item for page in pages for item in page["Items"]]
 
 
 def _drain(client: Any, url: str, *, attributes: bool = False) -> list[dict[str, Any]]:
@@ -470,7 +470,7 @@ class Worlds:
         deduplication id remains)."""
         dynamodb, _, sqs = self._admin
         for table, key in TABLE_KEYS.items():
-            keys = [{name: item[name] for name in key} for item in _scan_keys(dynamodb, table, key)]
+            keys = [{name: item[name] for name in key} for item in scan(dynamodb, table, key)]
             for start in range(0, len(keys), 25):
                 left = dynamodb.batch_write_item(
                     RequestItems={
@@ -484,23 +484,6 @@ class Worlds:
             if _create_queue(sqs, name) != self._queues[name]:
                 raise AssertionError(f"queue {name} came back under another URL")
         self._used = set()
-
-
-def _scan_keys(client: Any, table: str, key: tuple[str, ...]) -> list[dict[str, Any]]:
-    names = {f"#k{n}": name for n, name in enumerate(key)}
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {
-        "TableName": table,
-        "ConsistentRead": True,
-        "ProjectionExpression": ", ".join(names),
-        "ExpressionAttributeNames": names,
-    }
-    while True:
-        page = client.scan(**kwargs)
-        items.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 @dataclass

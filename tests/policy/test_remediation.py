@@ -40,12 +40,19 @@ SCHEDULE = "aws:scheduler/schedule:Schedule"
 REDRIVE_POLICY = "aws:sqs/redrivePolicy:RedrivePolicy"
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
-REMEDIABLE = {
+AT_DEPLOY = {
     "lambda-sqs-esm-reports-batch-item-failures",
     "scheduler-schedule-has-retry-and-dlq",
     "sqs-max-receive-count-in-range",
     "sqs-queue-encrypted",
     "sqs-queue-tls-only",
+}
+# Fixes computed from the whole graph: program edits only the offline check applies
+# (tests/policy/test_remediation_edits.py).
+PROGRAM_EDITS = {
+    "sqs-visibility-timeout-covers-lambda-timeout",
+    "sqs-visibility-timeout-6x-lambda-timeout",
+    "sqs-dlq-retention-exceeds-source",
 }
 
 
@@ -77,19 +84,20 @@ def redrive(count: Any) -> str:
 
 
 def test_the_remediable_rules_are_those_whose_fix_is_one_input_change():
-    assert set(remediable()) == REMEDIABLE
+    assert set(remediable()) == AT_DEPLOY | PROGRAM_EDITS
     by_name = {r.name: r for r in RULES}
-    for name in REMEDIABLE:
+    for name in AT_DEPLOY:
         assert by_name[name].remedy is not None and by_name[name].remedies
-    # Fixes that need a decision or another resource say why the pack leaves them.
-    for name in (
-        "sqs-visibility-timeout-covers-lambda-timeout",
-        "sqs-visibility-timeout-6x-lambda-timeout",
-        "sqs-dlq-retention-exceeds-source",
-    ):
-        assert by_name[name].remedy is None and "Not by the pack" in by_name[name].remedies
+        assert by_name[name].graph_remedy is None
+    # A fix that needs another resource's value: no remediation the engine could run, and the
+    # catalogue says the offline check makes it as a program edit.
+    for name in PROGRAM_EDITS:
+        rule = by_name[name]
+        assert rule.remedy is None and rule.graph_remedy is not None
+        assert rule.remedies.startswith("Offline only") and "`pulumi up` cannot" in rule.remedies
+    # Fixes that need a decision remediate nowhere.
     for name in ("sqs-lambda-source-has-dlq", "sqs-dlq-has-alarm", "sqs-dlq-type-matches-source"):
-        assert by_name[name].remedy is None
+        assert by_name[name].remedy is None and by_name[name].graph_remedy is None
 
 
 def test_nothing_is_remediated_unless_the_policy_config_says_remediate():

@@ -303,6 +303,29 @@ def _seconds(duration: str) -> float:
     return total + (float(number) if number else 0.0)
 
 
+def analyze_stack_request(run: ProgramRun) -> proto.AnalyzeStackRequest:
+    """The `AnalyzeStack` request the engine sends for the run: every resource's outputs with
+    its options, parent and dependencies."""
+    return proto.AnalyzeStackRequest(
+        resources=[
+            proto.AnalyzerResource(
+                type=r.type,
+                properties=r.outputs_struct,
+                urn=r.urn,
+                name=r.name,
+                options=_options(r),
+                parent=r.parent or "",
+                dependencies=r.dependencies,
+                propertyDependencies={
+                    k: proto.AnalyzerPropertyDependencies(urns=v)
+                    for k, v in r.property_dependencies.items()
+                },
+            )
+            for r in run.resources
+        ]
+    )
+
+
 def analyze(run: ProgramRun, config: Mapping[str, Any] | None = None) -> list[Violation]:
     """The pack's violations; raises RuleFailureError when a mandatory rule raised."""
     violations, _ = analyze_with_errors(run, config)
@@ -350,24 +373,7 @@ def analyze_with_errors(
             ) from exc
         for diag in response.diagnostics:
             diagnostics.append((diag, diag.urn or r.urn))
-    stack_request = proto.AnalyzeStackRequest(
-        resources=[
-            proto.AnalyzerResource(
-                type=r.type,
-                properties=r.outputs_struct,
-                urn=r.urn,
-                name=r.name,
-                options=_options(r),
-                parent=r.parent or "",
-                dependencies=r.dependencies,
-                propertyDependencies={
-                    k: proto.AnalyzerPropertyDependencies(urns=v)
-                    for k, v in r.property_dependencies.items()
-                },
-            )
-            for r in run.resources
-        ]
-    )
+    stack_request = analyze_stack_request(run)
     stack_urn = next((r.urn for r in run.resources if r.type == STACK_TYPE), "")
     try:
         stack_response = servicer.AnalyzeStack(stack_request, None)

@@ -47,8 +47,15 @@ from .errors import ConfigRefusedError, OfflineCheckError, PartialDocumentError,
 from .places import place
 from .plan import PLAN_POLICY, plan_findings, plan_level
 from .refusal import refusal_of
-from .remediation import remediate_run, remediating, with_remediation
+from .remediation import (
+    editing,
+    remediate_graph,
+    remediate_resources,
+    remediating,
+    with_remediation,
+)
 from .report import (
+    BLOCKING_LEVELS,
     EXIT_NO_VERDICT,
     EXIT_REFUSED,
     Report,
@@ -126,13 +133,26 @@ def check_report(
             except ConfigRefusedError as refused:  # refused before it ran (a plaintext secret)
                 raise _located(refused, project) from None
         # The engine remediates each resource before it analyzes it: so does the check.
-        remediations = remediate_run(run, fixing) if remediating(fixing) else []
+        remediations = remediate_resources(run, fixing) if remediating(fixing) else []
+        # Then the edits only the whole graph can compute, which `pulumi up` cannot apply: the
+        # mandatory findings they fix stay what `pulumi preview` reports until the program
+        # makes them (`pending`: the verdict counts them).
+        preview_sees: list[Violation] = []
+        if editing(fixing):
+            preview_sees, _ = analyze_with_errors(run, config)
+            remediations += remediate_graph(run, fixing)
         violations, rule_errors = analyze_with_errors(run, config)
+    remaining = {(v.policy, v.urn) for v in violations}
+    pending = [
+        v
+        for v in preview_sees
+        if v.enforcement in BLOCKING_LEVELS and (v.policy, v.urn) not in remaining
+    ]
     root = repo_root(run.project.directory)
     violations += plan
     # Every finding has a place: the program line, else the stack file, else the document.
-    place(violations, run.project.directory, run.stack, document_files)
-    for v in violations:
+    place(violations + pending, run.project.directory, run.stack, document_files)
+    for v in violations + pending:
         v.file = _relative(v.file, root)
         v.component_file = _relative(v.component_file, root)
     for rem in remediations:
@@ -143,8 +163,11 @@ def check_report(
             r.source_file = _relative(r.source_file, root)
     # The SDK registers independent resources concurrently, so the engine's order varies from
     # run to run; reports in source order are stable (diffable in CI) and read top-down.
-    violations.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
-    return Report(run, violations, rule_errors, changes, destroy, source, remediations, root)
+    for found in (violations, pending):
+        found.sort(key=lambda v: (v.file or "", v.line or 0, v.policy, v.urn, v.message))
+    return Report(
+        run, violations, rule_errors, changes, destroy, source, remediations, root, pending
+    )
 
 
 @contextlib.contextmanager
@@ -311,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     changes=report.changes,
                     destroy=report.destroy,
                     remediations=report.remediations,
+                    pending=report.pending,
                 ),
                 indent=2,
             )

@@ -9,9 +9,17 @@ resource of the recorded run; the returned inputs replace the recorded ones (and
 that echo them), so the analysis that follows re-checks the remediated stack, and each change
 is reported: rule, resource, property path, from -> to, the program line.
 
-One difference from a deployment is said here: the engine remediates at registration, so a
-value another resource derives from a remediated one (an apply over a queue's visibility
-timeout) would see the new value; offline the derived value keeps the old one.
+Two differences from a deployment are said here:
+- The engine remediates at registration, so a value another resource derives from a
+  remediated one (an apply over a queue's visibility timeout) would see the new value; offline
+  the derived value keeps the old one.
+- A stack rule whose fix needs more than the resource it changes (`Rule.graph_remedy`: a
+  queue's visibility timeout from the timeout of the function a mapping links to it, a DLQ's
+  retention from its source's) cannot remediate at deploy: the engine hands a remediation one
+  resource at its registration, before the resources that link it to anything exist, and
+  pulumi-policy reports a stack rule at level `remediate` as mandatory. Offline the whole
+  graph is known, so the check applies these too, after the engine's kind, and reports them
+  with `at_deploy` False: the program edit to make, which `pulumi up` will not make for it.
 """
 
 from __future__ import annotations
@@ -23,10 +31,17 @@ from typing import Any
 
 from google.protobuf import json_format
 from pulumi.runtime import proto
+from pulumi_policy import EnforcementLevel, StackValidationPolicy
+from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-from ..rules.pack import POLICIES
-from .analyzer import _options, effective_config, make_servicer
+from ..rules import waivers
+from ..rules._base import MANDATORY
+from ..rules.graph import Graph, node_from_policy_resource
+from ..rules.pack import RULES
+from ..rules.values import is_unknown
+from .analyzer import _options, analyze_stack_request, effective_config, make_servicer
 from .project import STACK_TYPE
+from .recorder import RecordedResource
 from .runner import ProgramRun
 
 REMEDIATE = "remediate"
@@ -45,14 +60,17 @@ class Remediation:
     after: Any
     file: str | None = None
     line: int | None = None
+    # Whether `pulumi up` with the pack applies it too (False: only the program edit keeps it).
+    at_deploy: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def remediable() -> list[str]:
-    """The pack's rules that remediate (their level can be `remediate`)."""
-    return [p.name for p in POLICIES if getattr(p, "has_remediation", lambda: False)()]
+    """The pack's rules that remediate (their level can be `remediate`): at deploy and offline,
+    or offline only (a fix computed from the whole graph)."""
+    return [r.name for r in RULES if r.remedy is not None or r.graph_remedy is not None]
 
 
 def with_remediation(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -74,6 +92,12 @@ def remediating(config: Mapping[str, Any] | None) -> bool:
         name in remediable() and level == proto.REMEDIATE
         for name, (level, _) in effective_config(config).items()
     )
+
+
+def editing(config: Mapping[str, Any] | None) -> bool:
+    """Whether a rule whose fix only the offline check can compute is at level `remediate`."""
+    levels = effective_config(config)
+    return any(levels[r.name][0] == proto.REMEDIATE for r in RULES if r.graph_remedy is not None)
 
 
 def _parsed(value: Any) -> Any:
@@ -121,6 +145,12 @@ def _whole(value: Any) -> Any:
 
 
 def remediate_run(run: ProgramRun, config: Mapping[str, Any] | None) -> list[Remediation]:
+    """Every fix of the rules `config` sets to `remediate` (in place): the engine's, then the
+    program edits only the whole graph can compute; the changes."""
+    return remediate_resources(run, config) + remediate_graph(run, config)
+
+
+def remediate_resources(run: ProgramRun, config: Mapping[str, Any] | None) -> list[Remediation]:
     """Apply the remediations of the rules `config` sets to `remediate` to every resource the
     program declares (in place), as the engine applies them; the changes, in resource order."""
     servicer = make_servicer(config)
@@ -153,18 +183,81 @@ def remediate_run(run: ProgramRun, config: Mapping[str, Any] | None) -> list[Rem
                     )
                 )
             current = new
-        if current is original:
+        if current is not original:
+            _set_inputs(r, original, current)
+    return applied
+
+
+def _set_inputs(r: RecordedResource, original: dict[str, Any], current: dict[str, Any]) -> None:
+    """Replace the resource's inputs, and the outputs that echo the changed ones (the provider
+    echoes an input in its output of the same name)."""
+    changed = {k for k in set(original) | set(current) if original.get(k) != current.get(k)}
+    r.inputs_struct.Clear()
+    r.inputs_struct.update(current)
+    outputs = json_format.MessageToDict(r.outputs_struct)
+    for key in changed:
+        if key in current:
+            outputs[key] = current[key]
+        else:
+            outputs.pop(key, None)
+    r.outputs_struct.Clear()
+    r.outputs_struct.update(outputs)
+
+
+def stack_graph(run: ProgramRun) -> Graph:
+    """The graph the pack's stack rules see for `run`: built from the `AnalyzeStack` request
+    the engine would send, deserialized by pulumi-policy's own servicer as for the rules."""
+    graphs: list[Graph] = []
+    probe = StackValidationPolicy(
+        "stack-graph",
+        "the stack's resource graph",
+        lambda args, _report: graphs.append(Graph(map(node_from_policy_resource, args.resources))),
+        EnforcementLevel.ADVISORY,
+    )
+    servicer = _PolicyAnalyzerServicer(
+        "stack-graph", "0.0.0", [probe], EnforcementLevel.ADVISORY, None, ""
+    )
+    servicer.AnalyzeStack(analyze_stack_request(run), None)
+    return graphs[0]
+
+
+def remediate_graph(run: ProgramRun, config: Mapping[str, Any] | None) -> list[Remediation]:
+    """Apply the fixes of the stack rules `config` sets to `remediate` that only the whole graph
+    can compute (`Rule.graph_remedy`), rule by rule on the graph as the previous rule left it;
+    never to a resource the program does not create, a value that is not a plain known one
+    (unknown in a preview, a secret), or a finding a waiver accepts."""
+    levels = effective_config(config)
+    applied: list[Remediation] = []
+    # A mandatory rule's fix first, so that a change is reported under the rule that requires
+    # it (the 6x advice raises a visibility timeout further only where it asks for more).
+    for rule in sorted(RULES, key=lambda r: r.level != MANDATORY):
+        level, props = levels[rule.name]
+        if rule.graph_remedy is None or level != proto.REMEDIATE:
             continue
-        changed = {k for k in set(original) | set(current) if original.get(k) != current.get(k)}
-        r.inputs_struct.Clear()
-        r.inputs_struct.update(current)
-        outputs = json_format.MessageToDict(r.outputs_struct)
-        for key in changed:
-            # The provider echoes an input in its output of the same name.
-            if key in current:
-                outputs[key] = current[key]
-            else:
-                outputs.pop(key, None)
-        r.outputs_struct.Clear()
-        r.outputs_struct.update(outputs)
+        graph = stack_graph(run)
+        for fix in rule.graph_remedy(graph, props):
+            r, node = run.by_urn.get(fix.urn), graph.by_urn.get(fix.urn)
+            if r is None or node is None or r.read or r.remote or not r.custom:
+                continue
+            if waivers.decide(rule.name, r.urn, r.name, node.get("tags"), props).waiver:
+                continue
+            inputs = json_format.MessageToDict(r.inputs_struct)
+            before = inputs.get(fix.property)
+            if isinstance(before, (dict, list)) or is_unknown(before):
+                continue  # a secret or an unknown: not a value to overwrite
+            _set_inputs(r, inputs, {**inputs, fix.property: fix.value})
+            applied.append(
+                Remediation(
+                    rule.name,
+                    r.urn,
+                    r.type,
+                    r.name,
+                    fix.property,
+                    _whole(before),
+                    _whole(fix.value),
+                    r.source_file,
+                    r.source_line,
+                    at_deploy=False,
+                )
+            )
     return applied

@@ -59,7 +59,11 @@ EXIT_NO_VERDICT = 2
 EXIT_REFUSED = 3
 EXIT_CODES: dict[int, tuple[str, str]] = {
     EXIT_CLEAN: ("clean", "no mandatory finding"),
-    EXIT_FINDINGS: ("findings", "at least one mandatory finding, listed in the report"),
+    EXIT_FINDINGS: (
+        "findings",
+        "at least one mandatory finding, or a fix of one that only the program can make (a "
+        "`--remediate` edit `pulumi up` cannot apply), listed in the report",
+    ),
     EXIT_NO_VERDICT: (
         "no-verdict",
         "cannot judge: engine fault, unreadable input or a partial preview document",
@@ -76,17 +80,22 @@ REFUSED_DESCRIPTION = (
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"mandatory": "error", "remediate": "error", "advisory": "warning"}
+PROGRAM_EDIT_NOTE = (
+    "Only this check can compute this fix (it needs another resource's value): `pulumi up` "
+    "does not apply it, and the rule reports until the program says it."
+)
 UNEXPANDED_NOTE = (
     "remote component: its plugin builds its children, which cannot run offline; "
     "its child resources were NOT checked"
 )
 
 
-def exit_code(violations: Sequence[Violation]) -> int:
-    """EXIT_FINDINGS when any finding is mandatory (or remediate), else EXIT_CLEAN."""
-    return (
-        EXIT_FINDINGS if any(v.enforcement in BLOCKING_LEVELS for v in violations) else (EXIT_CLEAN)
-    )
+def exit_code(violations: Sequence[Violation], pending: Sequence[Violation] = ()) -> int:
+    """EXIT_FINDINGS when any finding is mandatory (or remediate), or `pending`: a mandatory
+    finding only a program edit fixes (`pulumi preview` reports it until the program makes
+    the edit), else EXIT_CLEAN."""
+    blocking = any(v.enforcement in BLOCKING_LEVELS for v in [*violations, *pending])
+    return EXIT_FINDINGS if blocking else EXIT_CLEAN
 
 
 @dataclass
@@ -103,6 +112,9 @@ class Report:
     remediations: list[Remediation] = field(default_factory=list)
     # The repository root SARIF paths are relative to (where `fixes` read the program).
     root: Path | None = None
+    # Mandatory findings of the program as it is that only its edits (remediations with
+    # `at_deploy` False) fix: `pulumi preview` reports them until the program makes them.
+    pending: list[Violation] = field(default_factory=list)
 
     @property
     def unexpanded(self) -> list[RecordedResource]:
@@ -110,7 +122,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return exit_code(self.violations)
+        return exit_code(self.violations, self.pending)
 
     def render(self, fmt: str) -> str:
         """The report in `fmt` (text, json or sarif)."""
@@ -123,6 +135,7 @@ class Report:
                     changes=self.changes,
                     destroy=self.destroy,
                     remediations=self.remediations,
+                    pending=self.pending,
                 ),
                 indent=2,
             )
@@ -138,6 +151,7 @@ class Report:
                     category=kind,
                     remediations=self.remediations,
                     root=self.root,
+                    pending=self.pending,
                 ),
                 indent=2,
             )
@@ -148,6 +162,7 @@ class Report:
             changes=self.changes,
             destroy=self.destroy,
             remediations=self.remediations,
+            pending=self.pending,
         )
 
 
@@ -229,8 +244,9 @@ def to_json(
     changes: Sequence[PlannedChange] | None = None,
     destroy: bool = False,
     remediations: Sequence[Remediation] = (),
+    pending: Sequence[Violation] = (),
 ) -> dict[str, Any]:
-    code = exit_code(violations)
+    code = exit_code(violations, pending)
     out: dict[str, Any] = {
         "verdict": EXIT_CODES[code][0],
         "exit_code": code,
@@ -240,6 +256,7 @@ def to_json(
         "unexpanded_components": _unexpanded_dicts(run),
         "rule_errors": [e.to_dict() for e in rule_errors or []],
         "remediations": [r.to_dict() for r in remediations],
+        "pending": [v.to_dict() for v in pending],
     }
     if changes:
         out["plan"] = _plan_json(changes, destroy)
@@ -264,6 +281,7 @@ def to_text(
     changes: Sequence[PlannedChange] | None = None,
     destroy: bool = False,
     remediations: Sequence[Remediation] = (),
+    pending: Sequence[Violation] = (),
 ) -> str:
     mode = "preview" if run.preview else "up"
     lines = [
@@ -290,18 +308,36 @@ def to_text(
     for fix in remediations:
         at = (f"{fix.file}:{fix.line}" if fix.line else fix.file) if fix.file else "<no position>"
         lines.append(
-            f"{at}: [remediated] {fix.policy}: {fix.type} '{fix.name}': {fix.property} "
-            f"{_shown(fix.before)} -> {_shown(fix.after)}"
+            f"{at}: [{'remediated' if fix.at_deploy else 'edit the program'}] {fix.policy}: "
+            f"{fix.type} '{fix.name}': {fix.property} {_shown(fix.before)} -> {_shown(fix.after)}"
         )
+        if not fix.at_deploy:
+            lines.append(f"    {PROGRAM_EDIT_NOTE}")
+    for v in pending:
+        where = (f"{v.file}:{v.line}" if v.line else v.file) if v.file else "<no source position>"
+        lines.append(
+            f"{where}: [{v.enforcement} until the program is edited] {v.policy}: {v.type} "
+            f"'{v.name}'"
+        )
+        lines.append(f"    {v.message}")
     mandatory = sum(1 for v in violations if v.enforcement in BLOCKING_LEVELS)
     unchecked = len(unexpanded_components(run))
+    at_deploy = sum(1 for r in remediations if r.at_deploy)
+    edits = len(remediations) - at_deploy
     lines.append(
         f"{mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
-        + ("" if mandatory else ": OK")
+        + ("" if mandatory or pending else ": OK")
         + (f" ({unchecked} remote component(s) not expanded: NOT checked)" if unchecked else "")
         + (
-            f"; {len(remediations)} property change(s) remediated by the pack before the check"
-            if remediations
+            f"; {at_deploy} property change(s) remediated by the pack before the check"
+            if at_deploy
+            else ""
+        )
+        + (f"; {edits} program edit(s) `pulumi up` will not make" if edits else "")
+        + (
+            f"; {len(pending)} mandatory finding(s) of the program as it is: not OK until it "
+            f"makes those edits"
+            if pending
             else ""
         )
     )
@@ -396,18 +432,26 @@ def to_sarif(
     category: str | None = None,
     remediations: Sequence[Remediation] = (),
     root: Path | None = None,
+    pending: Sequence[Violation] = (),
 ) -> dict[str, Any]:
     """`category` (default: the mode, `up` or `preview`) ends the automation id
-    `policy/<stack>/<category>/`: `plan` for a preview document, `state` for an export."""
+    `policy/<stack>/<category>/`: `plan` for a preview document, `state` for an export.
+    A `pending` finding is an error like any mandatory one, saying which edit fixes it."""
     results = []
-    for v in violations:
+    for v, waits in [*((v, False) for v in violations), *((v, True) for v in pending)]:
+        edit = f" Until the program makes the edit noted here: {PROGRAM_EDIT_NOTE}" if waits else ""
         result: dict[str, Any] = {
             "ruleId": v.policy,
             "level": _SARIF_LEVEL.get(v.enforcement, "note"),
-            "message": {"text": f"{v.type} '{v.name}' (stack {run.stack}): {v.message}"},
+            "message": {"text": f"{v.type} '{v.name}' (stack {run.stack}): {v.message}{edit}"},
             "locations": [_location(v.file, v.line)] if v.file else [],
             "partialFingerprints": {"resourceUrn": v.urn},
-            "properties": {"urn": v.urn, "enforcement": v.enforcement, "stack": run.stack},
+            "properties": {
+                "urn": v.urn,
+                "enforcement": v.enforcement,
+                "stack": run.stack,
+                **({"pendingProgramEdit": True} if waits else {}),
+            },
         }
         if v.component_file:
             result["relatedLocations"] = [
@@ -449,14 +493,20 @@ def _remediation_result(r: Remediation, stack: str, root: Path | None) -> dict[s
         "ruleId": r.policy,
         "level": "note",
         "message": {
-            "text": f"{r.type} '{r.name}' (stack {stack}): remediated by the pack: {change}. "
-            f"Set it in the program to keep it without the remediation."
+            "text": (
+                f"{r.type} '{r.name}' (stack {stack}): remediated by the pack: {change}. "
+                f"Set it in the program to keep it without the remediation."
+                if r.at_deploy
+                else f"{r.type} '{r.name}' (stack {stack}): edit the program: {change}. "
+                f"{PROGRAM_EDIT_NOTE}"
+            )
         },
         "locations": [_location(r.file, r.line)] if r.file else [],
         "partialFingerprints": {"resourceUrn": r.urn, "remediatedProperty": r.property},
         "properties": {
             "urn": r.urn,
             "remediated": True,
+            "atDeploy": r.at_deploy,
             "property": r.property,
             "before": r.before,
             "after": r.after,

@@ -18,6 +18,22 @@ Finding = tuple[str, str]  # (urn the violation is attached to, message)
 # pack (unknown values as the engine's sentinels, secrets wrapped), config) -> the resource's
 # new inputs, or None when this rule has nothing it may change on it.
 Remedy = Callable[[str, dict[str, Any], Mapping[str, Any]], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class GraphFix:
+    """One input a stack rule's fix sets on one resource, computed from the whole graph."""
+
+    urn: str
+    property: str  # a top-level wire property of the resource: `visibilityTimeoutSeconds`
+    value: Any
+
+
+# A fix that needs more than the resource it changes (a queue's visibility timeout from the
+# timeout of the function a mapping links to it): (graph, config) -> the inputs to set. The
+# engine remediates one resource at its registration, before the resources that link it to
+# anything else exist, so only the offline check (which sees the whole graph) can apply it.
+GraphRemedy = Callable[..., list[GraphFix]]
 StackCheck = Callable[..., list[Finding]]  # (graph, config) -> findings
 ResourceCheck = Callable[..., list[str]]  # (type, props, name, config) -> messages
 Level = Literal["mandatory", "advisory"]
@@ -59,6 +75,8 @@ class Rule:
     # without `remedy` may still say in `remedies` why it cannot remediate.
     remedy: Remedy | None = None
     remedies: str = ""
+    # The fix only the offline check can apply (`GraphRemedy`); `pulumi up` cannot.
+    graph_remedy: GraphRemedy | None = None
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.check(*args)
@@ -86,6 +104,7 @@ def stack_rule(
     boundaries: tuple[Boundary, ...] = (),
     remedy: Remedy | None = None,
     remedies: str = "",
+    graph_remedy: GraphRemedy | None = None,
 ) -> Callable[[StackCheck], Rule]:
     """Declare a stack rule: `check(graph, config) -> [(urn, message)]`."""
 
@@ -103,6 +122,7 @@ def stack_rule(
             boundaries=boundaries,
             remedy=remedy,
             remedies=remedies,
+            graph_remedy=graph_remedy,
         )
 
     return wrap

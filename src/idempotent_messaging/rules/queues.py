@@ -17,6 +17,7 @@ from ._base import (
     MANDATORY,
     Boundary,
     Finding,
+    GraphFix,
     number,
     resource_rule,
     stack_rule,
@@ -41,19 +42,22 @@ from .graph import (
 )
 from .values import is_unknown
 
-# Why the pack cannot remediate these itself (catalogue column).
-_VISIBILITY_NOT_REMEDIATED = (
-    "Not by the pack: the fix needs the consumer (its function's timeout and the mapping's "
-    "batching window), which a CrossGuard remediation cannot see: it gets one resource's "
-    "inputs at its registration, before the mapping that links it to its consumer exists, and "
-    "stack policies cannot remediate. The finding gives the value "
-    "(limits.recommended_visibility_timeout)."
+# What the pack does about these at level `remediate` (catalogue column).
+_VISIBILITY_REMEDIES = (
+    "Offline only (`idempotent-messaging-check --remediate`): raises the queue's "
+    "visibility_timeout_seconds to limits.recommended_visibility_timeout (multiplier x "
+    "function timeout + batching window, the largest over the queue's consumers, capped at "
+    "SQS's 12 h), reported as the program edit to make. `pulumi up` cannot: the engine "
+    "remediates one resource at its registration, before the mapping that links the queue "
+    "to its function exists (pulumi-policy reports a stack rule at level `remediate` as "
+    "mandatory)."
 )
-_RETENTION_NOT_REMEDIATED = (
-    "Not by the pack: the DLQ registers before the source queue that names it, and a "
-    "CrossGuard remediation sees one resource's inputs at its registration (stack policies "
-    "cannot remediate); the finding gives the retention to set (up to "
-    "limits.SQS_MAX_RETENTION_S)."
+_RETENTION_REMEDIES = (
+    "Offline only (`idempotent-messaging-check --remediate`): raises the DLQ's "
+    "message_retention_seconds to limits.SQS_MAX_RETENTION_S (14 days) when its source keeps "
+    "less, reported as the program edit to make; a source at the maximum needs a decision "
+    "(shorten it). `pulumi up` cannot: the DLQ registers before the source queue that names "
+    "it (pulumi-policy reports a stack rule at level `remediate` as mandatory)."
 )
 
 
@@ -87,6 +91,64 @@ def _consumers(graph: Graph) -> list[tuple[Mapping_, Node, Node]]:
     return out
 
 
+def _visibility_cases(graph: Graph) -> list[tuple[Mapping_, Node, Node, Any, Any, Any]]:
+    """(mapping, queue, function, visibility, function timeout, batching window) of every
+    Lambda consumer whose visibility and timeout are known (an unknown value decides nothing;
+    the window, which only the recommendation needs, may still be unknown)."""
+    out = []
+    for m, queue, fn in _consumers(graph):
+        vis, timeout = visibility_s(queue), function_timeout_s(fn)
+        if not (is_unknown(vis) or is_unknown(timeout)):
+            out.append((m, queue, fn, vis, timeout, batching_window_s(m.node)))
+    return out
+
+
+def _multiplier(config: Mapping[str, Any]) -> float:
+    return float(config.get("multiplier", limits.DEFAULT_VISIBILITY_MULTIPLIER))
+
+
+def _raise_visibility(graph: Graph, short: Any, multiplier: float) -> list[GraphFix]:
+    """The visibility timeout each queue needs, for the queues `short(vis, timeout, window)`
+    finds too short for one of their consumers: the largest recommendation over ALL its
+    consumers (a fix for one must not leave another short), capped at SQS's maximum."""
+    needed: dict[str, int] = {}
+    flagged: set[str] = set()
+    guessing: set[str] = set()
+    for _, queue, _, vis, timeout, window in _visibility_cases(graph):
+        if is_unknown(window):
+            guessing.add(queue.urn)  # a fix without this consumer's window would be a guess
+            continue
+        if timeout <= 0:
+            continue
+        want = limits.recommended_visibility_timeout(timeout, window, multiplier)
+        needed[queue.urn] = max(needed.get(queue.urn, 0), want)
+        if short(vis, timeout, window):
+            flagged.add(queue.urn)
+    fixes = []
+    for urn in sorted(flagged - guessing):
+        target = min(needed[urn], limits.SQS_MAX_VISIBILITY_TIMEOUT_S)
+        if target > visibility_s(graph.by_urn[urn]):  # a fix only ever raises it
+            fixes.append(GraphFix(urn, "visibilityTimeoutSeconds", target))
+    return fixes
+
+
+def remedy_visibility_covers(graph: Graph, config: Mapping[str, Any]) -> list[GraphFix]:
+    return _raise_visibility(
+        graph, lambda vis, timeout, _: vis < timeout, limits.DEFAULT_VISIBILITY_MULTIPLIER
+    )
+
+
+def remedy_visibility_6x(graph: Graph, config: Mapping[str, Any]) -> list[GraphFix]:
+    multiplier = _multiplier(config)
+    return _raise_visibility(
+        graph,
+        lambda vis, timeout, window: (
+            vis < limits.recommended_visibility_timeout(timeout, window, multiplier)
+        ),
+        multiplier,
+    )
+
+
 @stack_rule(
     "sqs-visibility-timeout-covers-lambda-timeout",
     "Every queue consumed by a Lambda event source mapping has a visibility timeout >= the "
@@ -98,7 +160,8 @@ def _consumers(graph: Graph) -> list[tuple[Mapping_, Node, Node]]:
         "function's timeout (Lambda API reference, CreateEventSourceMapping; 'Using "
         "Lambda with Amazon SQS')."
     ),
-    remedies=_VISIBILITY_NOT_REMEDIATED,
+    remedies=_VISIBILITY_REMEDIES,
+    graph_remedy=remedy_visibility_covers,
     defaults=(
         "No visibility_timeout_seconds: 30 s, SQS's default; no function timeout: 3 s, "
         "Lambda's default; both compared like any value."
@@ -120,12 +183,16 @@ def _consumers(graph: Graph) -> list[tuple[Mapping_, Node, Node]]:
 def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
-    for m, queue, fn in _consumers(graph):
-        vis, timeout = visibility_s(queue), function_timeout_s(fn)
-        if is_unknown(vis) or is_unknown(timeout) or (queue.urn, fn.urn) in seen:
+    for m, queue, fn, vis, timeout, window in _visibility_cases(graph):
+        if (queue.urn, fn.urn) in seen:
             continue
         seen.add((queue.urn, fn.urn))
         if vis < timeout:
+            recommended = (
+                ""
+                if is_unknown(window)
+                else f"(recommended {limits.recommended_visibility_timeout(timeout, window)} s)"
+            )
             vis_note = " (AWS default)" if queue.get("visibilityTimeoutSeconds") is None else ""
             t_note = " (AWS default)" if fn.get("timeout") is None else ""
             findings.append(
@@ -136,9 +203,7 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
                     f"event source mapping {m.node.label}; Lambda rejects such a mapping and a "
                     f"slow invocation would see its messages redelivered while it still runs. "
                     f"Fix: set visibility_timeout_seconds >= {fmt(timeout)} on {queue.label} "
-                    f"(recommended "
-                    f"{limits.recommended_visibility_timeout(timeout, batching_window_s(m.node))}"
-                    f" s) or lower the function timeout.",
+                    f"{recommended} or lower the function timeout.",
                 )
             )
     return findings
@@ -156,7 +221,8 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
         "(Lambda Developer Guide, 'Using Lambda with Amazon SQS': queue configuration), "
         "plus the batching window the batch waits before the function starts."
     ),
-    remedies=_VISIBILITY_NOT_REMEDIATED,
+    remedies=_VISIBILITY_REMEDIES,
+    graph_remedy=remedy_visibility_6x,
     defaults=(
         "No visibility_timeout_seconds: 30 s; no function timeout: 3 s; no batching window: 0 s."
     ),
@@ -168,19 +234,12 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
     ),
 )
 def visibility_6x_lambda_timeout(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
-    multiplier = float(config.get("multiplier", limits.DEFAULT_VISIBILITY_MULTIPLIER))
+    multiplier = _multiplier(config)
     findings: list[Finding] = []
     seen: set[tuple[str, str, float]] = set()
-    for m, queue, fn in _consumers(graph):
-        vis, timeout, window = (
-            visibility_s(queue),
-            function_timeout_s(fn),
-            batching_window_s(m.node),
-        )
-        if any(is_unknown(v) for v in (vis, timeout, window)):
-            continue
+    for m, queue, fn, vis, timeout, window in _visibility_cases(graph):
         key = (queue.urn, fn.urn, window)
-        if key in seen or timeout <= 0:
+        if is_unknown(window) or key in seen or timeout <= 0:
             continue
         seen.add(key)
         required = limits.recommended_visibility_timeout(timeout, window, multiplier)
@@ -264,6 +323,35 @@ def _dlq_pairs(graph: Graph) -> list[tuple[Node, Node]]:
     ]
 
 
+def _short_dlqs(graph: Graph) -> list[tuple[Node, Node, Any, Any]]:
+    """(source, DLQ, source retention, DLQ retention) of every standard pair whose known DLQ
+    retention is not longer than its source's. Standard pairs only: a standard queue's
+    message keeps its original enqueue timestamp when it moves to the DLQ, so the DLQ's
+    retention counts from the original send; a FIFO queue's message gets a new enqueue
+    timestamp in its DLQ (SQS Developer Guide, "Setting up dead-letter queue retention"), so
+    a FIFO pair at 14 d / 14 d is correct."""
+    out = []
+    for source, dlq in _dlq_pairs(graph):
+        if graph.is_fifo(source) is not False or graph.is_fifo(dlq) is not False:
+            continue  # FIFO (or undecided): the type rule covers a mixed pair
+        src_ret, dlq_ret = retention_s(source), retention_s(dlq)
+        if not (is_unknown(src_ret) or is_unknown(dlq_ret) or dlq_ret > src_ret):
+            out.append((source, dlq, src_ret, dlq_ret))
+    return out
+
+
+def remedy_dlq_retention(graph: Graph, config: Mapping[str, Any]) -> list[GraphFix]:
+    """The maximum retention for each DLQ too short for a source below the maximum; a source
+    already at the maximum needs a decision (a shorter source retention), not a remediation."""
+    short = {
+        dlq.urn for _, dlq, src_ret, _ in _short_dlqs(graph) if src_ret < limits.SQS_MAX_RETENTION_S
+    }
+    return [
+        GraphFix(urn, "messageRetentionSeconds", limits.SQS_MAX_RETENTION_S)
+        for urn in sorted(short)
+    ]
+
+
 @stack_rule(
     "sqs-dlq-retention-exceeds-source",
     "A standard dead-letter queue retains messages longer than each of its standard source "
@@ -275,7 +363,8 @@ def _dlq_pairs(graph: Graph) -> list[tuple[Node, Node]]:
         "the DLQ's retention counts from the original send (SQS Developer Guide, 'Using "
         "dead-letter queues': set the DLQ's retention longer than the source's)."
     ),
-    remedies=_RETENTION_NOT_REMEDIATED,
+    remedies=_RETENTION_REMEDIES,
+    graph_remedy=remedy_dlq_retention,
     defaults=(
         "No message_retention_seconds: 345,600 s (4 days), SQS's default, compared like any value."
     ),
@@ -291,17 +380,8 @@ def _dlq_pairs(graph: Graph) -> list[tuple[Node, Node]]:
     ),
 )
 def dlq_retention_exceeds_source(graph: Graph, config: Mapping[str, Any]) -> list[Finding]:
-    """Standard pairs only: a standard queue's message keeps its original enqueue timestamp
-    when it moves to the DLQ, so the DLQ's retention counts from the original send; a FIFO
-    queue's message gets a new enqueue timestamp in its DLQ (SQS Developer Guide, "Setting up
-    dead-letter queue retention"), so a FIFO pair at 14 d / 14 d is correct."""
     findings: list[Finding] = []
-    for source, dlq in _dlq_pairs(graph):
-        if graph.is_fifo(source) is not False or graph.is_fifo(dlq) is not False:
-            continue  # FIFO (or undecided): the type rule covers a mixed pair
-        src_ret, dlq_ret = retention_s(source), retention_s(dlq)
-        if is_unknown(src_ret) or is_unknown(dlq_ret) or dlq_ret > src_ret:
-            continue
+    for source, dlq, src_ret, dlq_ret in _short_dlqs(graph):
         src_note = " (AWS default)" if source.get("messageRetentionSeconds") is None else ""
         dlq_note = " (AWS default)" if dlq.get("messageRetentionSeconds") is None else ""
         if src_ret < limits.SQS_MAX_RETENTION_S:

@@ -457,47 +457,77 @@ class BatchRun:
             self._commit(chunk)
 
     def _insert(self, todo: list[RecordState]) -> None:
-        """ONE BatchExecuteStatement of INSERTs; statements refused alone are split out, the
-        throttled ones retried alone."""
+        """ONE BatchExecuteStatement of claim INSERTs (``_statements``)."""
+
+        def refused_call(todo: list[RecordState], exc: Exception) -> None:
+            # The whole call was refused, not one statement: one transaction per record
+            # attributes the refusal to the record that caused it.
+            for rec in todo:
+                self._commit([rec])
+
+        def written(rec: RecordState) -> None:
+            assert rec.claim is not None
+            self._committed(rec, row_pending=rec.claim.row is not None)
+
+        def exists(rec: RecordState, answer: Any) -> None:
+            rec.key_existed = True
+            self._duplicate(rec, answer.item)
+
+        def refused(rec: RecordState, why: str) -> None:
+            assert rec.claim is not None
+            rec.poison(
+                PoisonKind.SCHEMA,
+                f"business write {describe_item(rec.claim.put)} was refused: {why}; nothing "
+                "was written",
+            )
+
+        self._statements(
+            todo, _insert_of, self.claims.insert, "claim", refused_call, written, exists, refused
+        )
+
+    def _statements(
+        self,
+        todo: list[RecordState],
+        statement_of: Callable[[RecordState], Any],
+        send: Callable[[list[Any]], Sequence[Any]],
+        what: str,
+        refused_call: Callable[[list[RecordState], Exception], None],
+        written: Callable[[RecordState], None],
+        exists: Callable[[RecordState, Any], None],
+        refused: Callable[[RecordState, str], None],
+    ) -> None:
+        """ONE BatchExecuteStatement of INSERTs, one per record; each statement's answer is
+        classed as the same code at call level would be: written, its key exists (DUPLICATE),
+        refused (PERMANENT), or retried alone while botocore would retry the code (throttling)
+        with the transaction backoff, else failed for redelivery. A PERMANENT refusal of the
+        whole call goes to ``refused_call``; any other call error fails every record."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not todo or not self._time_ok(todo):
                 return
-            statements = [_insert_of(rec) for rec in todo]
             try:
-                answers = self.claims.insert(statements)
+                answers = send([statement_of(rec) for rec in todo])
             except (ClientError, BotoCoreError) as exc:
                 failure_class = classify_exception(exc)
                 if failure_class is FailureClass.PERMANENT:
-                    # The whole call was refused, not one statement: one transaction per
-                    # record attributes the refusal to the record that caused it.
-                    for rec in todo:
-                        self._commit([rec])
+                    refused_call(todo, exc)
                     return
                 for rec in todo:
-                    rec.fail(failure_class, f"claim write failed: {short_error(exc)}")
+                    rec.fail(failure_class, f"{what} write failed: {short_error(exc)}")
                 return
             retry = []
             for rec, answer in zip(todo, answers, strict=True):
+                verdict = classify_statement(answer.code) if answer.code else None
                 if answer.code is None:
-                    assert rec.claim is not None
-                    self._committed(rec, row_pending=rec.claim.row is not None)
-                    continue
-                failure_class = classify_statement(answer.code)
-                if failure_class is FailureClass.DUPLICATE:
-                    rec.key_existed = True
-                    self._duplicate(rec, answer.item)
-                elif failure_class is FailureClass.PERMANENT:
-                    assert rec.claim is not None
-                    rec.poison(
-                        PoisonKind.SCHEMA,
-                        f"business write {describe_item(rec.claim.put)} was refused: "
-                        f"{answer.code}: {answer.message}; nothing was written",
-                    )
+                    written(rec)
+                elif verdict is FailureClass.DUPLICATE:
+                    exists(rec, answer)
+                elif verdict is FailureClass.PERMANENT:
+                    refused(rec, f"{answer.code}: {answer.message}")
                 elif retried_now("dynamodb", answer.code) and attempt < MAX_ATTEMPTS:
                     rec.attempts = max(rec.attempts, attempt + 1)
                     retry.append(rec)
                 else:
-                    rec.fail(FailureClass.TRANSIENT, f"claim write failed: {answer.code}")
+                    rec.fail(FailureClass.TRANSIENT, f"{what} write failed: {answer.code}")
             if retry:
                 self.sleep(transaction_backoff(attempt))
             todo = retry
@@ -793,53 +823,37 @@ class BatchRun:
         return self.claims
 
     def _insert_rows(self, todo: list[RecordState]) -> None:
-        """ONE BatchExecuteStatement of row INSERTs; a refused row (its key exists) is read
-        (``_read_rows``), a throttled statement retried alone (as ``_insert``)."""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            if not todo or not self._time_ok(todo):
-                return
-            statements = [_row_of(rec) for rec in todo]
-            try:
-                answers = self._rows.insert_rows(statements)
-            except (ClientError, BotoCoreError) as exc:
-                failure_class = classify_exception(exc)
-                if failure_class is FailureClass.PERMANENT and len(todo) > 1:
-                    for rec in todo:  # not attributable to one row: one call each
-                        self._insert_rows([rec])
-                    return
-                for rec in todo:
-                    if failure_class is FailureClass.PERMANENT:
-                        rec.poison(
-                            PoisonKind.SCHEMA,
-                            f"business row was refused: {short_error(exc)}; nothing of it was "
-                            "written (its claim is released)",
-                        )
-                        rec.release_claim = True
-                    else:
-                        rec.fail(failure_class, f"row write failed: {short_error(exc)}")
-                return
-            retry = []
-            for rec, answer in zip(todo, answers, strict=True):
-                verdict = classify_statement(answer.code) if answer.code else None
-                if answer.code is None:
-                    self._row_written(rec)
-                elif verdict is FailureClass.DUPLICATE:
-                    rec.stage = Stage.NEED_ROW_READ  # whose row is it?
-                elif verdict is FailureClass.PERMANENT:
-                    rec.poison(
-                        PoisonKind.SCHEMA,
-                        f"business row was refused: {answer.code}: {answer.message}; nothing of "
-                        "it was written (its claim is released)",
-                    )
-                    rec.release_claim = True
-                elif retried_now("dynamodb", answer.code) and attempt < MAX_ATTEMPTS:
-                    rec.attempts = max(rec.attempts, attempt + 1)
-                    retry.append(rec)
-                else:
-                    rec.fail(FailureClass.TRANSIENT, f"row write failed: {answer.code}")
-            if retry:
-                self.sleep(transaction_backoff(attempt))
-            todo = retry
+        """ONE BatchExecuteStatement of row INSERTs (``_statements``); a refused row (its key
+        exists) is read (``_read_rows``)."""
+
+        def refused_call(todo: list[RecordState], exc: Exception) -> None:
+            if len(todo) > 1:
+                for rec in todo:  # not attributable to one row: one call each
+                    self._insert_rows([rec])
+            else:
+                refused(todo[0], short_error(exc))
+
+        def exists(rec: RecordState, answer: Any) -> None:
+            rec.stage = Stage.NEED_ROW_READ  # whose row is it?
+
+        def refused(rec: RecordState, why: str) -> None:
+            rec.poison(
+                PoisonKind.SCHEMA,
+                f"business row was refused: {why}; nothing of it was written (its claim is "
+                "released)",
+            )
+            rec.release_claim = True
+
+        self._statements(
+            todo,
+            _row_of,
+            self._rows.insert_rows,
+            "row",
+            refused_call,
+            self._row_written,
+            exists,
+            refused,
+        )
 
     def _row_written(self, rec: RecordState) -> None:
         """The row holds this event's effect (written now, or verified by the event id it

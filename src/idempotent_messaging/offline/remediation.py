@@ -227,6 +227,7 @@ def remediate_graph(run: ProgramRun, config: Mapping[str, Any] | None) -> list[R
     never to a resource the program does not create, a value that is not a plain known one
     (unknown in a preview, a secret), or a finding a waiver accepts."""
     levels = effective_config(config)
+    by_urn = run.by_urn
     applied: list[Remediation] = []
     # A mandatory rule's fix first, so that a change is reported under the rule that requires
     # it (the 6x advice raises a visibility timeout further only where it asks for more).
@@ -236,7 +237,7 @@ def remediate_graph(run: ProgramRun, config: Mapping[str, Any] | None) -> list[R
             continue
         graph = stack_graph(run)
         for fix in rule.graph_remedy(graph, props):
-            r, node = run.by_urn.get(fix.urn), graph.by_urn.get(fix.urn)
+            r, node = by_urn.get(fix.urn), graph.by_urn.get(fix.urn)
             if r is None or node is None or r.read or r.remote or not r.custom:
                 continue
             if waivers.decide(rule.name, r.urn, r.name, node.get("tags"), props).waiver:

@@ -235,39 +235,37 @@ def test_an_invoke_that_fails_is_an_exit_2_naming_the_programs_line(monkeypatch,
 
 
 def _exploding_policies(level: str, kind: str) -> list:
-    from pulumi_policy import (
-        EnforcementLevel,
-        ResourceValidationPolicy,
-        StackValidationPolicy,
-    )
+    """The pack's policies plus one that raises on the queue `orders`, wrapped as the pack
+    wraps its own rules (`rules.pack._resource` / `_stack`): the path a bug of ours takes."""
+    from pulumi_policy import EnforcementLevel
 
-    from idempotent_messaging.rules.pack import POLICIES
+    from idempotent_messaging.rules.pack import POLICIES, _resource, _stack
 
     enforcement = EnforcementLevel(level)
     if kind == "resource":
 
-        def validate(args, report_violation):
-            if args.resource_type == "aws:sqs/queue:Queue" and args.name == "orders":
+        def check(resource_type, props, name, config):
+            if resource_type == "aws:sqs/queue:Queue" and name == "orders":
                 raise KeyError("redrivePolicy")
+            return []
 
-        policy: Any = ResourceValidationPolicy(
-            name="test-exploding-rule",
-            description="raises on one queue",
-            enforcement_level=enforcement,
-            validate=validate,
+        policy: Any = _resource(
+            "test-exploding-rule", "raises on one queue", check, enforcement, "none"
         )
     else:
 
-        def validate_stack(args, report_violation):
-            for resource in args.resources:
-                if resource.name == "orders":
+        def check_stack(graph, config):
+            for node in graph.nodes:
+                if node.name == "orders":
                     raise KeyError("redrivePolicy")
+            return []
 
-        policy = StackValidationPolicy(
-            name="test-exploding-rule",
-            description="raises while looking at one queue",
-            enforcement_level=enforcement,
-            validate=validate_stack,
+        policy = _stack(
+            "test-exploding-rule",
+            "raises while looking at one queue",
+            check_stack,
+            enforcement,
+            "none",
         )
     return [*POLICIES, policy]
 

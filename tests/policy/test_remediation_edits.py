@@ -249,6 +249,23 @@ def test_an_edit_never_touches_a_secret_or_unknown_value(
     assert edits(report) == set(), why
 
 
+def test_an_unknown_batching_window_is_reported_without_a_guess(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # A preview does not know a window computed from an output: the mandatory rule still
+    # reports the short timeout (it needs no window), and nothing computes an edit from it.
+    body = SHORT.replace(
+        "maximum_batching_window_in_seconds=20",
+        "maximum_batching_window_in_seconds=dlq.arn.apply(lambda _: 20)",
+    )
+    code, report = check(tmp_path, capsys, body, "--remediate", "--preview")
+    covers = [v for v in report["violations"] if v["policy"] == COVERS]
+    assert {v["name"] for v in covers} == {"orders"} and code == 1
+    assert all(" (recommended " in v["message"] or "'audit'" in v["message"] for v in covers)
+    assert COVERS not in {e[0] for e in edits(report)}
+    assert SIX_X not in {e[0] for e in edits(report)}
+
+
 def test_a_known_computed_value_is_edited_but_no_source_edit_is_proposed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

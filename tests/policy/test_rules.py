@@ -370,22 +370,55 @@ def test_real_team_fifo_pipeline_yields_exactly_its_planted_violations(preview: 
     assert pairs(violations, "advisory") == set()
 
 
-def test_a_crashing_rule_is_reported_on_stderr_instead_of_aborting_the_pack(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("kind", ["stack", "resource"])
+def test_a_crashing_rule_blocks_at_its_level_without_aborting_the_other_rules(
+    kind: str, capsys: pytest.CaptureFixture[str]
 ):
-    from pulumi_policy import StackValidationArgs
+    # Through pulumi-policy's own servicer, as `pulumi preview --policy-pack` runs the pack: a
+    # rule that raises is never a silent pass. Its failure is its own violation at its level
+    # (mandatory: the preview blocks), the stack trace goes to stderr, and the other rules run.
+    from google.protobuf import struct_pb2
+    from pulumi.runtime import proto
+    from pulumi_policy import EnforcementLevel
+    from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-    from idempotent_messaging.rules.pack import MANDATORY, _stack
+    from idempotent_messaging.rules.pack import MANDATORY, _resource, _stack
 
-    def boom(graph, config):
+    def boom(*_: object) -> list:
         raise RuntimeError("rule bug")
 
-    reported: list[str] = []
+    def finds(*_: object) -> list:
+        return ["a finding"]
 
-    def report(message: str, urn: str | None = None) -> None:
-        reported.append(message)
-
-    policy = _stack("demo-rule", "demo", boom, MANDATORY, "none")
-    policy.validate(StackValidationArgs([], {}), report)
-    assert reported == []
-    assert "policy demo-rule could not run: RuntimeError: rule bug" in capsys.readouterr().err
+    build = _stack if kind == "stack" else _resource
+    policies = [
+        build("demo-rule", "demo", boom, MANDATORY, "none"),
+        _resource("other-rule", "other", finds, MANDATORY, "none"),
+    ]
+    servicer = _PolicyAnalyzerServicer("p", "1", policies, EnforcementLevel.ADVISORY, None, "")
+    queue = struct_pb2.Struct()
+    queue.update({"name": "orders"})
+    urn = "urn:pulumi:dev::p::aws:sqs/queue:Queue::orders"
+    resource = proto.AnalyzeRequest(
+        type="aws:sqs/queue:Queue", properties=queue, urn=urn, name="orders"
+    )
+    stack = proto.AnalyzeStackRequest(
+        resources=[
+            proto.AnalyzerResource(
+                type="aws:sqs/queue:Queue", properties=queue, urn=urn, name="orders"
+            )
+        ]
+    )
+    diagnostics = [
+        *servicer.Analyze(resource, None).diagnostics,
+        *servicer.AnalyzeStack(stack, None).diagnostics,
+    ]
+    by_policy = {d.policyName: d for d in diagnostics}
+    failed = by_policy["demo-rule"]
+    assert failed.enforcementLevel == proto.MANDATORY
+    assert "rule demo-rule could not decide" in failed.message and "RuntimeError" in failed.message
+    assert '{"demo-rule": "advisory"}' in failed.message  # how to proceed meanwhile
+    assert by_policy["other-rule"].message.endswith("a finding")
+    err = capsys.readouterr().err
+    assert "policy demo-rule" in err and "could not run: RuntimeError: rule bug" in err
+    assert "Traceback (most recent call last)" in err

@@ -31,7 +31,13 @@ from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _NotApplicableError, _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UnknownValueError
 
-from ..rules.pack import PACK_DESCRIPTION, PACK_NAME, PACK_VERSION, POLICIES
+from ..rules.pack import (
+    PACK_DESCRIPTION,
+    PACK_NAME,
+    PACK_VERSION,
+    POLICIES,
+    RAISE_RULE_FAILURES,
+)
 from .errors import OfflineCheckError, RuleFailureError
 from .project import STACK_TYPE
 from .runner import ProgramRun
@@ -112,11 +118,12 @@ _PASS_THROUGH = (UnknownValueError, _NotApplicableError)
 
 def _urn_in_traceback(exc: BaseException) -> str | None:
     """The resource a stack rule was looking at when it raised: the innermost frame holding a
-    policy resource (anything with `urn` and `resource_type`)."""
+    policy resource (anything with `urn` and `resource_type`) or a graph node (`urn`, `type`)."""
     frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
     for frame in reversed(frames):
         for value in frame.f_locals.values():
-            urn, typ = getattr(value, "urn", None), getattr(value, "resource_type", None)
+            urn = getattr(value, "urn", None)
+            typ = getattr(value, "resource_type", None) or getattr(value, "type", None)
             if isinstance(urn, str) and isinstance(typ, str):
                 return urn
     return None
@@ -339,6 +346,21 @@ def analyze_with_errors(
     whole check closed (RuleFailureError naming the rule and the resource)."""
     failures: list[tuple[str, str, BaseException]] = []
     servicer = make_servicer(config, failures)
+    # The pack's own rules report a failure as a violation (for the engine); here it raises
+    # through to `guard_policies`, which records it, so the check fails closed itself.
+    raising = RAISE_RULE_FAILURES.set(True)
+    try:
+        return _analyze(run, config, servicer, failures)
+    finally:
+        RAISE_RULE_FAILURES.reset(raising)
+
+
+def _analyze(
+    run: ProgramRun,
+    config: Mapping[str, Any] | None,
+    servicer: _PolicyAnalyzerServicer,
+    failures: list[tuple[str, str, BaseException]],
+) -> tuple[list[Violation], list[RuleError]]:
     levels = {name: _LEVEL_NAMES[level] for name, (level, _) in effective_config(config).items()}
     # The CLI tells the analyzer which stack it checks before analyzing it.
     servicer.ConfigureStack(

@@ -14,6 +14,8 @@ import importlib
 import json
 import pkgutil
 import sys
+import traceback
+from contextvars import ContextVar
 from typing import Any
 
 from pulumi.runtime import proto
@@ -48,9 +50,36 @@ ADVISORY = EnforcementLevel.ADVISORY
 _LEVELS = {"mandatory": MANDATORY, "advisory": ADVISORY}
 
 
+# Set by the offline check while it analyzes: a rule that raises then raises through to its
+# analyzer, which fails closed itself (exit 2 for a mandatory rule, `rule_errors` for an
+# advisory one). Per context, so a check on one thread never changes the pack's behaviour on
+# another.
+RAISE_RULE_FAILURES: ContextVar[bool] = ContextVar("raise_rule_failures", default=False)
+
+
 def _rule_failed(what: str, exc: Exception) -> None:
     # stderr: the CLI shows a policy pack's stderr, and stdout carries the gRPC port.
     print(f"policy {what} could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _check_failed(
+    name: str, what: str, exc: Exception, report: ReportViolation, urn: str | None
+) -> None:
+    """A rule's check raised: never a silent pass. The failure is reported as the rule's own
+    violation, at the rule's level (a mandatory rule blocks, as it would on the finding it
+    could not rule out), with the stack trace on stderr for the bug report; the other rules
+    still run. pulumi-policy would instead fail the whole `Analyze` call on the exception."""
+    if RAISE_RULE_FAILURES.get():
+        raise exc
+    _rule_failed(what, exc)
+    print("".join(traceback.format_exception(exc)).rstrip(), file=sys.stderr)
+    report(
+        f"rule {name} could not decide{f' on {urn}' if urn else ''}: {type(exc).__name__}: "
+        f"{exc}. This is a bug of the policy pack (its stack trace is on the pack's stderr): "
+        f"please report it. Until it is fixed the rule cannot pass this stack; to proceed, "
+        f"lower it in the policy config, e.g. {json.dumps({name: 'advisory'})}.",
+        urn,
+    )
 
 
 class _GraphCache:
@@ -229,8 +258,8 @@ def _stack(
             graph = GRAPHS.get(args.resources)
             config = args.get_config() or {}
             findings = rule(graph, config)
-        except Exception as exc:  # a rule bug must not abort the other rules
-            _rule_failed(name, exc)
+        except Exception as exc:  # a rule bug must not abort the other rules, nor pass
+            _check_failed(name, name, exc, report, None)
             return
         for urn, message in findings:
             node = graph.by_urn.get(urn)
@@ -272,8 +301,8 @@ def _resource(
             props = plain(args.props)
             config = args.get_config() or {}
             messages = rule(args.resource_type, props, args.name, config)
-        except Exception as exc:  # a rule bug must not abort the other rules
-            _rule_failed(f"{name} on {args.urn}", exc)
+        except Exception as exc:  # a rule bug must not abort the other rules, nor pass
+            _check_failed(name, f"{name} on {args.urn}", exc, report, args.urn)
             return
         for message in messages:
             _report(report, name, args.urn, args.name, props.get("tags"), config, message, None)

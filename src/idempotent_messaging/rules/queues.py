@@ -189,9 +189,9 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
         seen.add((queue.urn, fn.urn))
         if vis < timeout:
             recommended = (
-                ""
+                ""  # the batching window is unknown (a preview): no recommendation to compute
                 if is_unknown(window)
-                else f"(recommended {limits.recommended_visibility_timeout(timeout, window)} s)"
+                else f" (recommended {limits.recommended_visibility_timeout(timeout, window)} s)"
             )
             vis_note = " (AWS default)" if queue.get("visibilityTimeoutSeconds") is None else ""
             t_note = " (AWS default)" if fn.get("timeout") is None else ""
@@ -202,7 +202,7 @@ def visibility_covers_lambda_timeout(graph: Graph, config: Mapping[str, Any]) ->
                     f"{fmt(timeout)} s{t_note} of function {fn.label}, which consumes it through "
                     f"event source mapping {m.node.label}; Lambda rejects such a mapping and a "
                     f"slow invocation would see its messages redelivered while it still runs. "
-                    f"Fix: set visibility_timeout_seconds >= {fmt(timeout)} on {queue.label} "
+                    f"Fix: set visibility_timeout_seconds >= {fmt(timeout)} on {queue.label}"
                     f"{recommended} or lower the function timeout.",
                 )
             )

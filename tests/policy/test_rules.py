@@ -379,7 +379,7 @@ def test_a_crashing_rule_blocks_at_its_level_without_aborting_the_other_rules(
     # (mandatory: the preview blocks), the stack trace goes to stderr, and the other rules run.
     from google.protobuf import struct_pb2
     from pulumi.runtime import proto
-    from pulumi_policy import EnforcementLevel
+    from pulumi_policy import EnforcementLevel, Policy
     from pulumi_policy.policy import _PolicyAnalyzerServicer
 
     from idempotent_messaging.rules.pack import MANDATORY, _resource, _stack
@@ -391,7 +391,7 @@ def test_a_crashing_rule_blocks_at_its_level_without_aborting_the_other_rules(
         return ["a finding"]
 
     build = _stack if kind == "stack" else _resource
-    policies = [
+    policies: list[Policy] = [
         build("demo-rule", "demo", boom, MANDATORY, "none"),
         _resource("other-rule", "other", finds, MANDATORY, "none"),
     ]

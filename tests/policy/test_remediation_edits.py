@@ -227,6 +227,11 @@ def test_the_advisory_rule_edits_by_its_multiplier_capped_at_sqs_maximum(
     found = [(v["policy"], v["enforcement"]) for v in report["violations"]]
     assert [f for f in found if f[0] in EDIT_RULES] == [(SIX_X, "mandatory")]
     assert code == 1
+    # Already at the cap: the advice stays unmet, and there is nothing to raise (no edit).
+    at_cap = body.replace("visibility_timeout_seconds=5400", f"visibility_timeout_seconds={cap}")
+    _, report = check(tmp_path, capsys, at_cap, config=config)
+    assert edits(report) == set()
+    assert SIX_X in {v["policy"] for v in report["violations"]}
 
 
 # --- what an edit never does -------------------------------------------------------------------

@@ -88,8 +88,9 @@ def with_remediation(config: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def remediating(config: Mapping[str, Any] | None) -> bool:
     """Whether any rule's effective level is `remediate` (as the CLI would apply it)."""
+    names = set(remediable())
     return any(
-        name in remediable() and level == proto.REMEDIATE
+        name in names and level == proto.REMEDIATE
         for name, (level, _) in effective_config(config).items()
     )
 

@@ -273,6 +273,11 @@ def _plan_line(changes: Sequence[PlannedChange], destroy: bool) -> str | None:
     return f"plan{' (destroy)' if destroy else ''}: {listed}"
 
 
+def _where(file: str | None, line: int | None, missing: str = "<no source position>") -> str:
+    """`file:line` of a finding or change, the file alone without a line, else `missing`."""
+    return (f"{file}:{line}" if line else file) if file else missing
+
+
 def to_text(
     run: ProgramRun,
     violations: list[Violation],
@@ -295,8 +300,7 @@ def to_text(
     for v in sorted(
         violations, key=lambda v: (order.get(v.enforcement, 2), v.file or "", v.line or 0)
     ):
-        where = (f"{v.file}:{v.line}" if v.line else v.file) if v.file else "<no source position>"
-        lines.append(f"{where}: [{v.enforcement}] {v.policy}: {v.type} '{v.name}'")
+        lines.append(f"{_where(v.file, v.line)}: [{v.enforcement}] {v.policy}: {v.type} '{v.name}'")
         if v.component_file:
             lines.append(f"    (component instantiated at {v.component_file}:{v.component_line})")
         lines.append(f"    {v.message}")
@@ -306,18 +310,17 @@ def to_text(
     for e in rule_errors or []:
         lines.append(f"[rule error] {e.policy} ({e.enforcement}) on {e.urn}: {e.error}")
     for fix in remediations:
-        at = (f"{fix.file}:{fix.line}" if fix.line else fix.file) if fix.file else "<no position>"
+        kind = "remediated" if fix.at_deploy else "edit the program"
         lines.append(
-            f"{at}: [{'remediated' if fix.at_deploy else 'edit the program'}] {fix.policy}: "
+            f"{_where(fix.file, fix.line, '<no position>')}: [{kind}] {fix.policy}: "
             f"{fix.type} '{fix.name}': {fix.property} {_shown(fix.before)} -> {_shown(fix.after)}"
         )
         if not fix.at_deploy:
             lines.append(f"    {PROGRAM_EDIT_NOTE}")
     for v in pending:
-        where = (f"{v.file}:{v.line}" if v.line else v.file) if v.file else "<no source position>"
         lines.append(
-            f"{where}: [{v.enforcement} until the program is edited] {v.policy}: {v.type} "
-            f"'{v.name}'"
+            f"{_where(v.file, v.line)}: [{v.enforcement} until the program is edited] "
+            f"{v.policy}: {v.type} '{v.name}'"
         )
         lines.append(f"    {v.message}")
     mandatory = sum(1 for v in violations if v.enforcement in BLOCKING_LEVELS)
